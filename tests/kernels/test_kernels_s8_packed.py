@@ -493,7 +493,7 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 
 
 @st.composite
-def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False) -> dict:
+def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False, chain: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
     up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
@@ -508,10 +508,14 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     ``pw8``: flat pointwise layers of 8 input channels only (mcu_pw8_pairs); with ``regs`` scaled streams of 8, 16
     or 24 channels out whose range is all of int8 (mcu_pw8_regs: each pair's column in registers). ``small``: flat
     pointwise layers of 16 or 32 input channels, scaled streams of 4 to 40 channels out whose range is all of int8
-    (mcu_pw16_regs, mcu_pw32_regs)."""
-    k = 1 if pw8 or small else draw(st.sampled_from([1, 3]))
-    cin = 8 if pw8 else draw(st.sampled_from([16, 32] if small else [4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640]
-                                             if k == 1 else [3, 4, 16, 32, 36, 64, 71]))
+    (mcu_pw16_regs, mcu_pw32_regs). ``chain``: flat scaled streams of 64, 128 or 256 channels in, grouped, whose
+    range is all of int8 (on the Cortex-M33 a group's part runs its pairs chained through the direct entry:
+    MCU_PX2_CHAIN)."""
+    k = 1 if pw8 or small or chain else draw(st.sampled_from([1, 3]))
+    cin = (8 if pw8 else draw(st.sampled_from([64, 128, 256])) if chain
+           else draw(st.sampled_from([16, 32])) if small
+           else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
+                                     else [3, 4, 16, 32, 36, 64, 71])))
     cout = draw(st.sampled_from([8, 16, 24] if regs else [4, 12, 24, 40] if small else [4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
@@ -542,7 +546,8 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
-    act = (-128, 127) if regs or small else draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)]))
+    act = ((-128, 127) if regs or small or chain
+           else draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)])))
     # two in three with the range from the output offset or above (a folded ReLU: the pair loops' requantization
     # without the sign's correction), the offset at act_min included; the others anywhere
     in_zp = draw(st.integers(-128, 127))
@@ -551,7 +556,8 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
         else st.integers(-128, 127)))
     # half the flat layers of 8 or 16 to 304 channels as scaled streams (pack_layer_scaled: ReLU, shifts brought to
     # one), where their accumulators' bound allows
-    scaled = regs or small or k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans())
+    scaled = (regs or small or chain
+              or k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans()))
     if scaled:
         sh = -np.array(draw(st.lists(st.integers(tuned.SCALED_SHIFT - 7, tuned.SCALED_SHIFT - 1), min_size=cout,
                                      max_size=cout)), dtype=np.int64)
@@ -566,7 +572,7 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     params = packed_params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
                            out_zp=out_zp, act=act)
     expected = conv2d_s8(x, wt, b, m, sh, **params)
-    group = draw(st.sampled_from([True, True, False]))
+    group = chain or draw(st.sampled_from([True, True, False]))
     stream = (tuned.pack_layer_scaled(wt.reshape(cout, -1), b, m, sh, out_zp, group, -in_zp) if scaled
               else tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp, group=group))
     assert stream is not None and bool(stream[1] & tuned.FLAG_SCALED) == scaled
@@ -613,6 +619,29 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
     # the stack the call graph needs (four units' columns, over a board's fixed stack)
     fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out", defines=defines,
                         stack_usage=True)
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+@requires_qemu
+@pytest.mark.qemu
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(cases=st.lists(_pixel_pair_case(chain=True), min_size=12, max_size=12))
+def test_packed_pair_chains_on_core(tmp_path_factory, cases: list[dict]) -> None:
+    """The chained pairs on the Cortex-M33 bit-exact with the reference: grouped scaled streams of 64 to 256
+    channels in whose passes start at the loop's first tap pair, so each group's part runs its pairs in one
+    call through tail 39 and the direct entry (groups of up to 8 pairs in the buffer of 1,216 int16, parts of
+    one block, forward and backward; in place both ways; an odd last pixel alone)."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("packed_chains")
+    main = tmp / "main.c"
+    main.write_text(packed_firmware_source(cases))
+    board = load_board("mps2-an505")
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out",
+                        defines={"MCU_PIXEL4_STREAM_MIN": 0, "MCU_PACKED_PW_GROUP_TAPS": 1216}, stack_usage=True)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

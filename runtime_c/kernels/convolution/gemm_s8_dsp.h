@@ -689,12 +689,13 @@ typedef struct {
  * channel 1's in r6, r7 from the LDRD after it, channels 2 and 3's by one LDM: 21 cycles for eight outputs
  * where MCU_PX2_RQ4_DIFF takes 43. The stream pointer stops 8 words before the next block (the block order's
  * stream step adds them). */
-#define MCU_PX2_RQ4_SCALED                                                                                \
+#define MCU_PX2_RQ4_SCALED_WITH(loads)                                                                    \
     MCU_PX2_RQ_MM("r0", "r12", "lr") MCU_PX2_RQ_MM("r8", "r12", "lr")                                     \
     MCU_PX2_RQ_MM("r1", "r6", "r7") MCU_PX2_RQ_MM("r9", "r6", "r7")                                       \
-    "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                      \
+    loads                                                                                                 \
     MCU_PX2_RQ_MM("r2", "r6", "r7") MCU_PX2_RQ_MM("r10", "r6", "r7")                                      \
     MCU_PX2_RQ_MM("r3", "r12", "lr") MCU_PX2_RQ_MM("r11", "r12", "lr")
+#define MCU_PX2_RQ4_SCALED MCU_PX2_RQ4_SCALED_WITH("ldm r5!, {r6, r7, r12, lr}\n\t")
 /* A block's four channels of both pixels. */
 #define MCU_PX2_RQ4                                                                                       \
     MCU_PX2_RQ0("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                \
@@ -798,6 +799,10 @@ typedef struct {
 #undef MCU_PX2_TAIL_TABLE_FLAT
 #define MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_TABLE
 #define MCU_PX2_TAILS_FLAT MCU_PX2_TAILS
+#define MCU_PX2_TAIL_TABLE_DIRECT MCU_PX2_TAIL_TABLE
+#define MCU_PX2_DIRECT_ENTRY ""
+#define MCU_PX2_DIRECT_PICK ""
+#define MCU_PX2_DIRECT_GO ""
 #else
 /* Bit 4 of the flat pairs' tail: the blocks run forward over a scaled stream (steps 32 and 0, mcu_px2_tail_flat),
  * so its bytes' tail (38) adds the stream's step as an immediate and leaves y as its stores moved it, without
@@ -809,16 +814,24 @@ typedef struct {
     ".hword 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b\n\t"        \
     ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
     ".hword 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b\n\t"
+/* The flat pairs' table's rows for bit 5 (the passes start at the loop's first tap pair, MCU_PX2_DIRECT_ENTRY):
+ * tail 39 for 38, the others as without it. */
+#define MCU_PX2_TAIL_ROWS_DIRECT                                                                          \
+    ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
+    ".hword 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b\n\t"        \
+    ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
+    ".hword 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b\n\t"
 /* MCU_PX2_STORE_BYTES for blocks forward over a scaled stream: y's step 0, the stream's 32 (its 8 spare words). */
-#define MCU_PX2_STORE_BYTES_FWD(next)                                                                   \
+#define MCU_PX2_STORE_BYTES_STEP(step, next)                                                            \
     "ldr r6, [r4, #12]\n\t"                                                                             \
     "ldr r7, [r4, #16]\n\t"                                                                             \
     "ldr r12, [r4, #36]\n\t"                                                                            \
-    "add r5, r5, #32\n\t"                                                                               \
+    step                                                                                                \
     "add lr, r6, r12\n\t"                                                                               \
     MCU_PX2_STRB8                                                                                       \
     "str r6, [r4, #12]\n\t"                                                                             \
     "cmp r6, r7\n\t" next
+#define MCU_PX2_STORE_BYTES_FWD(next) MCU_PX2_STORE_BYTES_STEP("add r5, r5, #32\n\t", next)
 /* The flat pairs' nine tails, the scaled stream's bytes forward last (mobilenet_v1's and ds_cnn's layers). */
 #define MCU_PX2_TAILS_FLAT                                                                                \
     "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
@@ -830,6 +843,45 @@ typedef struct {
     ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
     ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                            \
     ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD("beq 8f\n\t")
+/* Tail 38 again (39), for calls whose passes start at the loop's first tap pair (kp / 2 a multiple of the pass:
+ * mobilenet_v1's and ds_cnn's layers from 64 channels on): it falls through to an entry that needs no entry
+ * address and no BX (4: the column start, the biases), placed right before the loop: 4 cycles less a block. The
+ * prologue sets bit 5 of the tail (the table's last rows) where the entry index is 0 and then enters there too,
+ * and a chained pair's step goes there (MCU_PX2_CHAIN). Tail 39 (124 bytes) and the entry (12) keep the loop's
+ * first tap pair on a word with no padding before it (the assembler cannot check it here, the tail's far branch
+ * being relaxable: the disassembly shows it). Armv8-M Mainline only: on the Cortex-M4 the same code cost
+ * ds_cnn 4 k cycles on mps2-an386-l4r5 (its 1 kB ART holds the loop with fewer of the tails' lines). */
+#if defined(__ARM_ARCH_8M_MAIN__)
+/* Tail 39's requantization and stores: channels 2 and 3's words as four single loads, the last one moving the
+ * stream on to the next block (its 8 spare words included): 5 cycles as the LDM, and no ADD after it. */
+#define MCU_PX2_RQ4_SCALED_DIRECT                                                                         \
+    MCU_PX2_RQ4_SCALED_WITH("ldr r7, [r5, #4]\n\t"                                                       \
+                            "ldr.w r12, [r5, #8]\n\t"                                                    \
+                            "ldr.w lr, [r5, #12]\n\t"                                                    \
+                            "ldr r6, [r5], #48\n\t")                                                     \
+    MCU_PX2_STORE_BYTES_STEP("", "")
+#define MCU_PX2_DIRECT_ENTRY                                                                              \
+    ".balign 4\n\t39:\n\t" MCU_PX2_RQ4_SCALED_DIRECT MCU_PX2_END39                                      \
+    "4:\n\t"                                                                                            \
+    "ldr r4, [r4, #4]\n\t"                                                                              \
+    "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                   \
+    "mov r8, r0\n\t"                                                                                    \
+    "mov r9, r1\n\t"                                                                                    \
+    "mov r10, r2\n\t"                                                                                   \
+    "mov r11, r3\n\t"
+/* on the flags of the entry index's ANDS (nothing between sets them) */
+#define MCU_PX2_DIRECT_PICK                                                                               \
+    "it eq\n\t"                                                                                         \
+    "orreq r3, r3, #32\n\t"
+/* the first block by the direct entry too, on the same flags (the tail's choice in between keeps them) */
+#define MCU_PX2_DIRECT_GO "beq 4f\n\t"
+#define MCU_PX2_TAIL_TABLE_DIRECT MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_ROWS_DIRECT
+#else
+#define MCU_PX2_DIRECT_ENTRY ""
+#define MCU_PX2_DIRECT_PICK ""
+#define MCU_PX2_DIRECT_GO ""
+#define MCU_PX2_TAIL_TABLE_DIRECT MCU_PX2_TAIL_TABLE_FLAT
+#endif
 #endif
 /* The flat pairs' tail for blocks in `order` (MCU_PX2_FWD where it applies), for the kernel to take once a layer:
  * tested in each call, a call's few blocks (a part of a stream, or 8 of 32 channels) did not pay it back. */
@@ -843,7 +895,45 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
 #endif
 }
 
-#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails)                                        \
+/* Tail 39's end, a pair's blocks done (mcu_pixel2_packed): the next pair of a chain (word 11 of the state: the
+ * next pair's state, whose column start, outputs, bounds, stride and word 10, the part's stream start, the
+ * kernel wrote) takes this one's entry, tail and saved r7 and runs the same blocks from the part's start by the
+ * direct entry; word 11 zero (every call whose order has y_step 0) ends the call. One call for a group's part
+ * where one per pair cost about 140 cycles; the step takes 18. Armv8-M Mainline only, as tail 39: its check costs
+ * a call that does not chain 5 cycles, which the direct entry pays back from two blocks on. */
+#if MCU_PACKED_SCALED && defined(__ARM_ARCH_8M_MAIN__)
+#define MCU_PX2_CHAIN                                                                                     \
+    "3:\n\t"                                                                                            \
+    "ldr r0, [r4, #44]\n\t"                                                                             \
+    "cbz r0, 8f\n\t"                                                                                    \
+    "ldr r1, [r4, #8]\n\t"                                                                              \
+    "ldr r2, [r4, #28]\n\t"                                                                             \
+    "ldr r3, [r4, #32]\n\t"                                                                             \
+    "ldr r5, [r4, #40]\n\t"                                                                             \
+    "str r1, [r0, #8]\n\t"                                                                              \
+    "str r2, [r0, #28]\n\t"                                                                             \
+    "str r3, [r0, #32]\n\t"                                                                             \
+    "mov r4, r0\n\t"                                                                                    \
+    "b 4b\n\t"
+#define MCU_PX2_END39 "beq 3f\n\t"
+#else
+#define MCU_PX2_CHAIN ""
+#define MCU_PX2_END39 "beq 8f\n\t"
+#endif
+
+/* Whether the flat pairs of kp taps with a tail of mcu_px2_tail_flat's chain (MCU_PX2_CHAIN): tail 39's, a
+ * scaled stream's bytes forward whose passes start at the loop's first tap pair. */
+static inline int mcu_px2_chains(int tail, int32_t kp)
+{
+#if MCU_PACKED_SCALED && defined(__ARM_ARCH_8M_MAIN__)
+    return (tail & (1 | 8 | MCU_PX2_FWD)) == (8 | MCU_PX2_FWD) && (kp / 2) % MCU_PX2_PW_PASS == 0;
+#else
+    (void)tail, (void)kp;
+    return 0;
+#endif
+}
+
+#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails, chain, pick, go, direct)                                        \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -855,7 +945,7 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
         /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod pass */                 \
         "lsr r8, r8, #1\n\t"                                                                            \
         "rsb r8, r8, #0\n\t"                                                                            \
-        "and r8, r8, #(" MCU_PX2_STR(pass) " - 1)\n\t"                                                  \
+        "ands r8, r8, #(" MCU_PX2_STR(pass) " - 1)\n\t"                                                 \
         "mov r10, #" bytes "\n\t"                                                                       \
         "adr.w r6, 12f\n\t"                                                                             \
         "mla r6, r8, r10, r6\n\t"                                                                       \
@@ -863,7 +953,9 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
         "str r6, [r4, #8]\n\t"                                                                          \
         /* the tail: bit 0 of r3 the clamped store, bit 1 the requantization without the sign's           \
          * correction (MCU_PX2_RQ_RELU); each tail ends the block */                                      \
+        pick                                                                                              \
         MCU_PX2_TAIL_CHOICE                                                                               \
+        go                                                                                                \
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
         table                                                                                             \
@@ -881,13 +973,14 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
         "mov r10, r2\n\t"                                                                               \
         "mov r11, r3\n\t"                                                                               \
         "bx lr\n\t"                                                                                     \
+        direct                                                                                            \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
          * refill (docs/cycles.md); the padding follows an unconditional branch and never runs. The     \
          * loop is rotated: each pass ends with the first tap pair's loads of the next, whose first     \
          * word is the sentinel after the last pass (no load of its own: 2 cycles less per pass); the   \
          * first pass enters at a copy of those loads (12) or further on */                             \
         ".balign 4\n\t"                                                                                 \
-        "12:\n\t" loads                                                                                  \
+        "12:\n\t" loads                                                                            \
         "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(pass) " - 1\n\t" unit ".endr\n\t" loads             \
         "9:\n\t"                                                                                        \
         ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(pass) " - 16\n\t"                                   \
@@ -900,6 +993,7 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
         "sub r4, r4, #" col_back "\n\t"                                                                 \
         "ldrd r6, r7, [r5], #8\n\t"                                                                     \
         "ldr pc, [r4, #28]\n\t"                                                                         \
+        chain                                                                                           \
         "8:\n\t"                                                                                        \
         "ldr r7, [r4, #32]\n\t"
 
@@ -925,7 +1019,8 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS,
-                                 MCU_PX2_TAIL_TABLE_FLAT, MCU_PX2_TAILS_FLAT)
+                                 MCU_PX2_TAIL_TABLE_DIRECT, MCU_PX2_TAILS_FLAT, MCU_PX2_CHAIN,
+                                 MCU_PX2_DIRECT_PICK, MCU_PX2_DIRECT_GO, MCU_PX2_DIRECT_ENTRY)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -977,7 +1072,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4",
-                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS)
+                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS, "", "", "", "")
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -1433,6 +1528,16 @@ static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
 #undef MCU_PX2_RQ0_DIFF
 #undef MCU_PX2_RQ4_DIFF
 #undef MCU_PX2_TAILS
+#undef MCU_PX2_CHAIN
+#undef MCU_PX2_END39
+#undef MCU_PX2_DIRECT_GO
+#undef MCU_PX2_TAIL_TABLE_DIRECT
+#undef MCU_PX2_DIRECT_ENTRY
+#undef MCU_PX2_TAIL_ROWS_DIRECT
+#undef MCU_PX2_RQ4_SCALED_DIRECT
+#undef MCU_PX2_RQ4_SCALED_WITH
+#undef MCU_PX2_STORE_BYTES_STEP
+#undef MCU_PX2_DIRECT_PICK
 #undef MCU_PX2_TAILS_FLAT
 #undef MCU_PX2_TAIL_TABLE_FLAT
 #undef MCU_PX2_RQ_MM

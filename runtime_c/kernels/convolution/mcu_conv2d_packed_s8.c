@@ -418,6 +418,54 @@ static void pixel_blocks(const layer_t *l, const int16_t *col, const int32_t *bl
     }
 }
 
+/* The fixed words of the states of a group's pairs 1 to n - 1 (columns pb int16 apart from col) for a chain
+ * (MCU_PX2_CHAIN: one call runs a part for every pair, each pair's state naming the next): the sentinel, the
+ * column start, the bounds, the stride and the next pair's state. Pair 0's state is the call's own. */
+static void pw_chain_init(const layer_t *l, int16_t *col, int32_t pb, int32_t n)
+{
+    if (!mcu_px2_chains(l->px2f, l->kp)) {
+        return;
+    }
+    for (int32_t g = 1; g < n; ++g) {
+        uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * l->kp);
+        st[0] = 0x80008000u;
+        st[1] = (uint32_t)(uintptr_t)(col + g * pb);
+        st[5] = l->bounds[0];
+        st[6] = l->bounds[1];
+        st[9] = (uint32_t)l->cout;
+        st[11] = g + 1 < n ? (uint32_t)(uintptr_t)(col + (g + 1) * pb + 2 * l->kp) : 0u;
+    }
+}
+
+/* The blocks [b0, b0 + nb) of n pairs of a group (columns pb int16 apart from col; pair g's pixel A outputs at
+ * y0 + g dy): one call for them all where they chain (pw_chain_init wrote their states' fixed words; here
+ * each one's outputs and the part's start), else one call a pair. */
+static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *packed, int8_t *y0, int32_t dy,
+                    int32_t n, int32_t b0, int32_t nb)
+{
+    const int32_t kp = l->kp;
+    const int32_t *blob = packed + b0 * l->words;
+    y0 += 4 * b0;
+    if (n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
+        for (int32_t g = 1; g < n; ++g) {
+            uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * kp);
+            int8_t *yg = y0 + g * dy;
+            st[3] = (uint32_t)(uintptr_t)yg;
+            st[4] = (uint32_t)(uintptr_t)(yg + 4 * nb);
+            st[10] = (uint32_t)(uintptr_t)blob;
+        }
+        /* the first pair's state takes the part's start and the next pair's state from the order's words */
+        const mcu_block_order chain = {(int32_t)(uintptr_t)blob, (int32_t)(uintptr_t)(col + pb + 2 * kp)};
+        mcu_pixel2_packed(col, kp, blob, y0, y0 + 4 * nb, l->cout, l->bounds, l->px2f, &chain);
+        return;
+    }
+    const mcu_block_order fwd = {layer_skip(l), 0};
+    for (int32_t g = 0; g < n; ++g) {
+        int8_t *yg = y0 + g * dy;
+        mcu_pixel2_packed(col + g * pb, kp, blob, yg, yg + 4 * nb, l->cout, l->bounds, l->px2f, &fwd);
+    }
+}
+
 /* n pairs of a pointwise layer sharing each read of its stream: pair g is pixels a[g] and a[g] + 1 (c_in
  * bytes in, l->cout out each), and pixel `lone` (>= 0) alone, after them in the buffer. The columns of every
  * pair and pixel first, so all their inputs are read before any of their outputs is written; then the stream
@@ -438,14 +486,14 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
     }
     const int32_t part = pw_part_blocks(l);
     const int32_t blocks = l->cout / 4;
-    const mcu_block_order fwd = {layer_skip(l), 0};
+    pw_chain_init(l, col, pb, n);
+    /* a[] steps by two pixels, up or down */
+    const int32_t dy = n >= 2 ? (int32_t)(a[1] - a[0]) * l->cout : 0;
     for (int32_t k = 0; k < blocks; k += part) {
         const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-        for (int32_t g = 0; g < n; ++g) {
-            int8_t *yg = output + a[g] * l->cout + 4 * b0;
-            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->px2f,
-                              &fwd);
+        if (n >= 1) {
+            pw_part(l, col, pb, packed, output + a[0] * l->cout, dy, n, b0, nb);
         }
         if (lone >= 0) {
             pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
@@ -707,6 +755,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 const int32_t pb = 2 * kp + MCU_PIXEL2_SPARE;
                 const int32_t part = pw_part_blocks(&l);
                 const int32_t blocks = out.c / 4;
+                pw_chain_init(&l, col, pb, group);
                 for (; i + 2 * group <= pixels; i += 2 * group, x += 2 * group * in.c, y += 2 * group * out.c) {
                     for (int32_t g = 0; g < group; ++g) {
                         mcu_column2_s8(x + 2 * g * in.c, x + (2 * g + 1) * in.c, kp, p->input_offset, col + g * pb);
@@ -714,12 +763,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                     for (int32_t n = 0; n < blocks; n += part) {
                         const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
                         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-                        const mcu_block_order fwd = {layer_skip(&l), 0};
-                        for (int32_t g = 0; g < group; ++g) {
-                            int8_t *yg = y + 2 * g * out.c + 4 * b0;
-                            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
-                                              l.bounds, l.px2f, &fwd);
-                        }
+                        pw_part(&l, col, pb, packed, y, 2 * out.c, group, b0, nb);
                     }
                     back ^= 1;
                 }
