@@ -288,7 +288,7 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 {
     const uint32_t flags = (uint32_t)stream[1];
     /* a build without scaled streams (MCU_PACKED_SCALED 0, specialise.py) refuses them */
-    const uint32_t known = MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES | MCU_PACKED_FLAG_GROUP |
+    const uint32_t known = MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES | MCU_PACKED_FLAG_GROUP | MCU_PACKED_FLAG_ROWS |
                            (MCU_PACKED_SCALED ? MCU_PACKED_FLAG_SCALED : 0u);
     if (stream[0] != MCU_PACKED_MAGIC || (flags & ~(0xFF00u | known)) != 0 ||
         stream[2] != cout || stream[3] != kp || ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
@@ -297,6 +297,10 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     *flags_out = flags;
     const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
     const int bytes = (flags & MCU_PACKED_FLAG_BYTES) != 0;
+    if ((flags & MCU_PACKED_FLAG_ROWS) && (!right || bytes || (flags & MCU_PACKED_FLAG_SCALED) || kp != 28 ||
+                                           cout % 4 != 0 || cout > 16)) {
+        return 0; /* a rows section follows the blocks of a 3x3 layer of 3 channels only */
+    }
     if (MCU_PACKED_SCALED && (flags & MCU_PACKED_FLAG_SCALED)) { /* word streams of shifts brought to one; no value of theirs can fault */
         return right && !bytes;
     }
@@ -532,7 +536,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
     mcu_pixel_packed_start(col, kp);
 #elif MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
-    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_BUF_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_BUF_TAPS];
+    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_REPACK_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_REPACK_TAPS];
 #else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
 #endif
@@ -567,8 +571,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     if (mcu_narrow_applies(p, kp, right && !scaled, direction)) {
 #if MCU_PACKED_NARROW
 #if MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
-        if (mcu_k3c3_rows_applies(p, (int32_t)(sizeof col / sizeof col[0]))) { /* RGB at stride 2: widened rows */
-            mcu_k3c3_rows_layer(p, input, packed, output, col);
+        /* RGB at stride 2: widened rows, from the stream's rows section or its pairs repacked here (exact for the
+         * layer, else by threes) */
+        const int32_t *section = (flags & MCU_PACKED_FLAG_ROWS) ? packed + (out.c / 4) * l.words : NULL;
+        if (mcu_k3c3_rows_applies(p, (int32_t)(sizeof col / sizeof col[0]), section != NULL) &&
+            mcu_k3c3_rows_layer(p, input, packed, section, output, col)) {
             return MCU_OK;
         }
 #endif
