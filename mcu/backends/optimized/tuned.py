@@ -225,22 +225,25 @@ def rows_section(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray,
     in window order, out_c a multiple of 4), which would otherwise repack them on every call: per pair of output
     channels their biases times 2^e, per tap word of a window row (taps 2j and 2j + 1 of its 9, the tenth 0) the two
     channels' words, then (multiplier, C) of each channel, e and C as :func:`pack_layer_scaled` makes them, so that
-    the requantization is one SMMLA and one SSAT an output. None where :func:`scaled_fit` says that layout is not exact
+    the requantization is one SMMLA and one SSAT an output; then the same pairs with the window rows reversed (at
+    stride 2 down the kernel alternates the order of its row slots instead of copying the shared row). None where :func:`scaled_fit` says that layout is not exact
     (the kernel then repacks the blocks itself, or runs the layer by threes)."""
     w = np.asarray(w, dtype=np.int64).reshape(w.shape[0], -1)
     out_c = w.shape[0]
     e = scaled_fit(w, bias, shift, input_offset)
     if e is None or w.shape[1] != 27 or out_c % 4 != 0 or not -128 <= int(output_offset) <= 127:
         return None
-    rows = np.zeros((out_c, 3, 10), dtype=np.int64)
-    rows[:, :, :9] = w.reshape(out_c, 3, 9) << e[:, None, None]
-    taps = rows.reshape(out_c, ROWS_WORDS, 2)
-    words = (taps[..., 0] & 0xFFFF) | ((taps[..., 1] & 0xFFFF) << 16)  # (out_c, 15)
     b = np.zeros(out_c, dtype=np.int64) if bias is None else np.asarray(bias, dtype=np.int64).reshape(-1)
     m = np.asarray(multiplier, dtype=np.int64).reshape(-1)
     c = np.left_shift(1, e - 2) + (1 << (SCALED_SHIFT - 1)) + int(output_offset) * (1 << SCALED_SHIFT)
-    pairs = [np.concatenate([(b[a:a + 2] << e[a:a + 2]), words[a:a + 2].T.reshape(-1),
-                             np.stack([m[a:a + 2], c[a:a + 2]], axis=1).reshape(-1)]) for a in range(0, out_c, 2)]
+    pairs = []
+    for order in ([0, 1, 2], [2, 1, 0]):  # the window rows in slots 0, 1, 2, then reversed (the slots' other order)
+        rows = np.zeros((out_c, 3, 10), dtype=np.int64)
+        rows[:, :, :9] = (w.reshape(out_c, 3, 9) << e[:, None, None])[:, order]
+        taps = rows.reshape(out_c, ROWS_WORDS, 2)
+        words = (taps[..., 0] & 0xFFFF) | ((taps[..., 1] & 0xFFFF) << 16)  # (out_c, 15)
+        pairs += [np.concatenate([(b[a:a + 2] << e[a:a + 2]), words[a:a + 2].T.reshape(-1),
+                                  np.stack([m[a:a + 2], c[a:a + 2]], axis=1).reshape(-1)]) for a in range(0, out_c, 2)]
     return (np.concatenate(pairs) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 

@@ -338,8 +338,9 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
  * whose activation range is all of int8 from the output offset -128) the blocks are followed by the rows
  * section: per pair of output channels MCU_PACKED_ROWS_PAIR_WORDS words, their biases times 2^e, then per tap
  * word u (window row u / 5, taps 2 (u % 5) and the next of its 9, the tenth 0) the two channels' words of int16
- * weights times 2^e, then (multiplier, C) of each channel, e and C as with FLAG_SCALED
- * (mcu/backends/optimized/tuned.py, rows_section; convolution/conv_k3c3_rows_s8_dsp.h reads it). */
+ * weights times 2^e, then (multiplier, C) of each channel, e and C as with FLAG_SCALED; then as many pairs again
+ * with the window rows in reverse order (mcu/backends/optimized/tuned.py, rows_section;
+ * convolution/conv_k3c3_rows_s8_dsp.h reads it). */
 #define MCU_PACKED_FLAG_ROWS 16u
 #define MCU_PACKED_ROWS_PAIR_WORDS 36
 mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,

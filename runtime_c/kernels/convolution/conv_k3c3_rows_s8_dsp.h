@@ -7,14 +7,17 @@
  * natural order once, in a row slot, and the three slots of a row of outputs are their windows: window ow of
  * row slot r is 9 int16 at 6 ow, pixel p + 1's 12 bytes after pixel p's, so every tap of four pixels is at a
  * fixed offset from the first one's. With stride 2 down, an output row's first input row is the previous
- * one's last: copied, not widened again. A window row's 9 taps are 5 words, the fifth paired with the next
- * pixel's first (its weight 0): 15 words a window rather than 14, paid back by no column at all. The stream's
- * weights are repacked in that order once per call, a channel pair's together.
+ * one's last: neither widened again nor copied, the slots taken in the other order (2, 1, 0) with weights whose
+ * window rows are reversed. A window row's 9 taps are 5 words, the fifth paired with the next pixel's first (its
+ * weight 0): 15 words a window rather than 14, paid back by no column at all. The weights in that order, both
+ * row orders, come packed ahead of time after the stream's blocks (MCU_PACKED_FLAG_ROWS: tuned.rows_section,
+ * scaled to one shift like the pointwise pairs' scaled streams); a stream without them (mcu_conv2d_s4 widens its
+ * weights at run time) is repacked here once per call, one order, the shared row copied.
  *
  * The pass: per tap word two weight words and two pixels' column words, four SMLAD, then the other two
  * pixels' column words and four SMLAD (16 cycles for 8; the eight accumulators, four operands and two
  * pointers take every register but sp and pc), the biases entering with the first tap; the constants
- * (K, m, R - 1) of a channel serve its four pixels (mcu_narrow_rq_s8's arithmetic, K added after SMULL). */
+ * (m, C) of a channel serve its four pixels, SMMLA and SSAT an output (mcu_packed_rq_scaled). */
 #ifndef MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H
 
@@ -330,24 +333,32 @@ static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_par
     memset(slots, 0, 3 * MCU_K3C3_ROW_TAPS * sizeof(int16_t)); /* the padding either side of each input row: zeros */
     mcu_k3c3_rows_state st;
     st.cout = out.c;
-    st.pairs = pairs;
+    /* The section's second half has the window rows reversed: an output row whose first input row is the previous
+     * one's last (stride 2 down) takes its slots in the other order, that row already in place. */
+    const int32_t *reversed = section != NULL ? pairs + out.c / 2 * MCU_PACKED_ROWS_PAIR_WORDS : NULL;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * row;
         int8_t *y = output + (int64_t)b * out.h * out.w * out.c;
-        int32_t last = INT32_MIN; /* the input row (or row of padding) slot 2 holds: none yet */
+        int32_t last = INT32_MIN; /* the input row (or row of padding) of the last window row: none yet */
+        int rev = 0;              /* the window rows in slots 2, 1, 0 (the reversed pairs) */
         for (int32_t oh = 0; oh < out.h; ++oh, y += out.w * out.c) {
             const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            const int shared = ih0 == last;
+            rev ^= shared && reversed != NULL;
             for (int32_t r = 0; r < 3; ++r) {
                 const int32_t ih = ih0 + r * p->dilation_h;
-                int16_t *slot = slots + r * MCU_K3C3_ROW_TAPS + lead;
-                if (r == 0 && ih == last) {
-                    memcpy(slot, slots + 2 * MCU_K3C3_ROW_TAPS + lead, (size_t)n * sizeof(int16_t));
+                int16_t *slot = slots + (rev ? 2 - r : r) * MCU_K3C3_ROW_TAPS + lead;
+                if (r == 0 && shared) {
+                    if (reversed == NULL) {
+                        memcpy(slot, slots + 2 * MCU_K3C3_ROW_TAPS + lead, (size_t)n * sizeof(int16_t));
+                    }
                 } else if (ih < 0 || ih >= in.h) {
                     memset(slot, 0, (size_t)n * sizeof(int16_t));
                 } else {
                     mcu_k3c3_widen(x_n + (int64_t)ih * row, n, p->input_offset, off2, slot);
                 }
             }
+            st.pairs = rev ? reversed : pairs;
             last = ih0 + 2 * p->dilation_h;
             st.col = slots;
             if (fours > 0) {
