@@ -36,7 +36,9 @@ FLAG_BYTES = 2  # weights as bytes, two channels a word (pack_layer_bytes): full
 FLAG_GROUP = 4  # the weights wait: a flat pointwise layer's pixel pairs share each read of a large stream
 FLAG_SCALED = 8  # channels scaled to one shift, requantized by SMMLA and SSAT (pack_layer_scaled)
 FLAG_ROWS = 16  # the blocks followed by the widened rows' section (rows_section)
-ROWS_WORDS = 15  # a window's tap words in the rows' layout: 3 rows of 5, each word two int16 of a row's 9 (and a 0)
+# a window's tap words in the rows' layout (9 row + tap, -1 a zero): rows 0 and 1 by pairs of taps 0 to 7, row 2 by
+# pairs with its tap 8 and a zero, then taps 8 of rows 0 and 1 (the kernel's slot of lone taps)
+ROWS_TAPS = [*(9 * r + t for r in (0, 1) for t in range(8)), *range(18, 27), -1, 8, 17]
 ROWS_COUT_MAX = 16  # MCU_K3C3_COUT_MAX (convolution/conv_k3c3_rows_s8_dsp.h)
 SCALED_SHIFT = 14  # MCU_PACKED_SCALED_SHIFT: the shift every channel of a scaled stream is brought to
 SCALED_TAPS_MAX = 304  # input channels whose pixel pairs' column (2 kp + 24 int16) fits the kernel's 640 + 24
@@ -223,8 +225,7 @@ def rows_section(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray,
                  output_offset: int, input_offset: int) -> np.ndarray | None:
     """The words convolution/conv_k3c3_rows_s8_dsp.h reads of a 3x3 layer of 3 input channels (``w`` int8, out_c x 27
     in window order, out_c a multiple of 4), which would otherwise repack them on every call: per pair of output
-    channels their biases times 2^e, per tap word of a window row (taps 2j and 2j + 1 of its 9, the tenth 0) the two
-    channels' words, then (multiplier, C) of each channel, e and C as :func:`pack_layer_scaled` makes them, so that
+    channels their biases times 2^e, per tap word (:data:`ROWS_TAPS`) the two channels' words, then (multiplier, C) of each channel, e and C as :func:`pack_layer_scaled` makes them, so that
     the requantization is one SMMLA and one SSAT an output; then the same pairs with the window rows reversed (at
     stride 2 down the kernel alternates the order of its row slots instead of copying the shared row). None where :func:`scaled_fit` says that layout is not exact
     (the kernel then repacks the blocks itself, or runs the layer by threes)."""
@@ -238,10 +239,10 @@ def rows_section(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray,
     c = np.left_shift(1, e - 2) + (1 << (SCALED_SHIFT - 1)) + int(output_offset) * (1 << SCALED_SHIFT)
     pairs = []
     for order in ([0, 1, 2], [2, 1, 0]):  # the window rows in slots 0, 1, 2, then reversed (the slots' other order)
-        rows = np.zeros((out_c, 3, 10), dtype=np.int64)
-        rows[:, :, :9] = (w.reshape(out_c, 3, 9) << e[:, None, None])[:, order]
-        taps = rows.reshape(out_c, ROWS_WORDS, 2)
-        words = (taps[..., 0] & 0xFFFF) | ((taps[..., 1] & 0xFFFF) << 16)  # (out_c, 15)
+        rows = np.zeros((out_c, 28), dtype=np.int64)
+        rows[:, :27] = (w.reshape(out_c, 3, 9) << e[:, None, None])[:, order].reshape(out_c, 27)
+        taps = rows[:, ROWS_TAPS].reshape(out_c, len(ROWS_TAPS) // 2, 2)  # index -1: the zero at 27
+        words = (taps[..., 0] & 0xFFFF) | ((taps[..., 1] & 0xFFFF) << 16)  # (out_c, 14)
         pairs += [np.concatenate([(b[a:a + 2] << e[a:a + 2]), words[a:a + 2].T.reshape(-1),
                                   np.stack([m[a:a + 2], c[a:a + 2]], axis=1).reshape(-1)]) for a in range(0, out_c, 2)]
     return (np.concatenate(pairs) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)

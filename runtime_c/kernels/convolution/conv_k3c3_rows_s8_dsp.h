@@ -8,8 +8,10 @@
  * row slot r is 9 int16 at 6 ow, pixel p + 1's 12 bytes after pixel p's, so every tap of four pixels is at a
  * fixed offset from the first one's. With stride 2 down, an output row's first input row is the previous
  * one's last: neither widened again nor copied, the slots taken in the other order (2, 1, 0) with weights whose
- * window rows are reversed. A window row's 9 taps are 5 words, the fifth paired with the next pixel's first (its
- * weight 0): 15 words a window rather than 14, paid back by no column at all. The weights in that order, both
+ * window rows are reversed. The first two slots' window rows give taps 0 to 7 as 4 words each and their taps 8
+ * one word of a fourth slot, the lone taps' (built per row of outputs, about 6 cycles a pixel, for 16 a pixel
+ * saved); the third's 9 taps are 5 words, the fifth paired with the next pixel's first (its weight 0): 14 words a
+ * window, the fewest 27 taps take, and no column at all. The weights in that order, both
  * row orders, come packed ahead of time after the stream's blocks (MCU_PACKED_FLAG_ROWS: tuned.rows_section,
  * scaled to one shift like the pointwise pairs' scaled streams); a stream without them (mcu_conv2d_s4 widens its
  * weights at run time) is repacked here once per call, one order, the shared row copied.
@@ -40,10 +42,10 @@
 #define MCU_K3C3_ROW_TAPS 320 /* int16 of a row slot: rows of up to 104 pixels of 3 channels */
 #define MCU_K3C3_ROW_BYTES_S "640"
 #define MCU_K3C3_COUT_MAX 16 /* the spare four pixels' outputs, the pairs repacked at run time */
-#define MCU_K3C3_WORDS 15    /* tap words a window: 3 rows of 5 */
-/* The buffer of mcu_k3c3_rows_layer: three row slots, a spare four pixels' outputs, then for a stream without
- * its rows section (MCU_PACKED_FLAG_ROWS) the pairs repacked at run time. */
-#define MCU_K3C3_BUF_TAPS (3 * MCU_K3C3_ROW_TAPS + 2 * MCU_K3C3_COUT_MAX)
+#define MCU_K3C3_WORDS 14    /* tap words a window: 4, 4 and 5 of the row slots, 1 of the lone taps' slot */
+/* The buffer of mcu_k3c3_rows_layer: three row slots and the lone taps' slot, a spare four pixels' outputs, then
+ * for a stream without its rows section (MCU_PACKED_FLAG_ROWS) the pairs repacked at run time. */
+#define MCU_K3C3_BUF_TAPS (4 * MCU_K3C3_ROW_TAPS + 2 * MCU_K3C3_COUT_MAX)
 #define MCU_K3C3_REPACK_TAPS (MCU_K3C3_BUF_TAPS + MCU_K3C3_COUT_MAX / 2 * MCU_PACKED_ROWS_PAIR_WORDS * 2)
 _Static_assert(MCU_K3C3_ROW_TAPS * 2 == 640, "MCU_K3C3_ROW_BYTES_S");
 _Static_assert(MCU_PACKED_ROWS_PAIR_WORDS == 2 + 2 * MCU_K3C3_WORDS + 4, "a pair: biases, tap words, constants");
@@ -88,14 +90,32 @@ _Static_assert(offsetof(mcu_k3c3_rows_state, col) == 0 && offsetof(mcu_k3c3_rows
                "mcu_k3c3_rows_state layout");
 #endif
 
-/* Tap word u of the window rows' layout (row u / 5, int16 2 (u % 5) and the next), its weights of channel ch
- * from a block of the stream, whose words pair the taps of each group of 4 as 0, 2 and 1, 3, each times 2^e. */
+/* Tap word u's slot (0 to 2: the row slots; 3: the lone taps') and its first int16 in a window there: slots 0 and
+ * 1 give their window row's taps 0 to 7 (4 words), slot 2 its 9 and a 0 (5), slot 3 taps 8 of slots 0 and 1. */
+static inline int32_t mcu_k3c3_word_slot(int32_t u)
+{
+    return u < 4 ? 0 : u < 8 ? 1 : u < 13 ? 2 : 3;
+}
+
+static inline int32_t mcu_k3c3_word_at(int32_t u)
+{
+    return u < 4 ? 2 * u : u < 8 ? 2 * (u - 4) : u < 13 ? 2 * (u - 8) : 0;
+}
+
+/* Lane i of tap word u as a tap of the window (9 row + tap, the row that of the slot), -1 for none. */
+static inline int32_t mcu_k3c3_word_tap(int32_t u, int32_t i)
+{
+    const int32_t slot = mcu_k3c3_word_slot(u), t = mcu_k3c3_word_at(u) + i;
+    return slot == 3 ? 9 * i + 8 : t < 9 ? 9 * slot + t : -1;
+}
+
+/* Tap word u's weights of channel ch from a block of the stream, whose words pair the taps of each group of 4 as
+ * 0, 2 and 1, 3, each times 2^e. */
 static inline uint32_t mcu_k3c3_weight_word(const int32_t *blob, int32_t ch, int32_t u, int32_t e)
 {
-    const int32_t k = 9 * (u / 5) + 2 * (u % 5);
     uint32_t w = 0;
-    for (int32_t i = 0; i < 2 && (u % 5) * 2 + i < 9; ++i) {
-        const int32_t tap = k + i, t = 2 * (tap / 4) + (tap & 1), lane = (tap & 3) >> 1;
+    for (int32_t i = 0; i < 2 && mcu_k3c3_word_tap(u, i) >= 0; ++i) {
+        const int32_t tap = mcu_k3c3_word_tap(u, i), t = 2 * (tap / 4) + (tap & 1), lane = (tap & 3) >> 1;
         const int32_t half = (int16_t)(((uint32_t)blob[4 + 4 * t + ch] >> (16 * lane)) & 0xFFFFu);
         w |= ((uint32_t)(half * (1 << e)) & 0xFFFFu) << (16 * i);
     }
@@ -210,10 +230,9 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
     "smlad r6, lr, r9, r6\n\t"                                                                            \
     "smlad r8, lr, r10, r8\n\t"
 
-#define MCU_KR_ROW(r, u0, u1, u2, u3, u4)                                                                 \
+#define MCU_KR_ROW(r, u0, u1, u2, u3)                                                                     \
     MCU_KR_TAP(u0, r " * " MCU_K3C3_ROW_BYTES_S) MCU_KR_TAP(u1, r " * " MCU_K3C3_ROW_BYTES_S " + 4")     \
-    MCU_KR_TAP(u2, r " * " MCU_K3C3_ROW_BYTES_S " + 8") MCU_KR_TAP(u3, r " * " MCU_K3C3_ROW_BYTES_S " + 12") \
-    MCU_KR_TAP(u4, r " * " MCU_K3C3_ROW_BYTES_S " + 16")
+    MCU_KR_TAP(u2, r " * " MCU_K3C3_ROW_BYTES_S " + 8") MCU_KR_TAP(u3, r " * " MCU_K3C3_ROW_BYTES_S " + 12")
 
 /* One output of channel A (acc, m r9, C r10) or B (m r11, C lr): SMMLA and SSAT (mcu_packed_rq_scaled). */
 #define MCU_KR_RQ(acc, m, c)                                                                              \
@@ -233,10 +252,11 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         "mov r7, r5\n\t"
         "1:\n\t"
         MCU_KR_TAP0
-        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12") MCU_KR_TAP("4", "16")
-        MCU_KR_ROW("1", "5", "6", "7", "8", "9")
-        MCU_KR_ROW("2", "10", "11", "12", "13", "14")
-        "add r7, r7, #128\n\t"
+        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12")
+        MCU_KR_ROW("1", "4", "5", "6", "7")
+        MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")
+        MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
+        "add r7, r7, #120\n\t"
         "ldmia r7!, {r9, r10, r11, lr}\n\t"
         MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")
         MCU_KR_RQ("r6", "r9", "r10")
@@ -292,7 +312,8 @@ static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
                 for (int32_t ch = 0; ch < 2; ++ch) {
                     uint32_t acc = (uint32_t)pair[ch];
                     for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
-                        const int16_t *c = st->col + (u / 5) * MCU_K3C3_ROW_TAPS + 2 * (u % 5) + 6 * px;
+                        const int16_t *c =
+                            st->col + mcu_k3c3_word_slot(u) * MCU_K3C3_ROW_TAPS + mcu_k3c3_word_at(u) + 6 * px;
                         acc = mcu_smlad(mcu_load_u32(c), (uint32_t)pair[2 + 2 * u + ch], acc);
                     }
                     const int32_t *rq = pair + 2 + 2 * MCU_K3C3_WORDS + 2 * ch; /* m, C */
@@ -307,9 +328,21 @@ static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 }
 #endif
 
+/* The lone taps' slot (slot 3) of `windows` windows: window ow's tap 8 of slots 0 and 1 as one word at 6 ow. */
+static inline void mcu_k3c3_lone(int16_t *slots, int32_t windows)
+{
+    const int16_t *a = slots + 8, *b = slots + MCU_K3C3_ROW_TAPS + 8;
+    int16_t *lone = slots + 3 * MCU_K3C3_ROW_TAPS;
+    for (int32_t i = 0; i < 6 * windows; i += 24) { /* whole fours: four windows a pass */
+        for (int32_t k = i; k < i + 24; k += 6) {
+            mcu_store_u32(lone + k, (uint32_t)(uint16_t)a[k] | ((uint32_t)(uint16_t)b[k] << 16));
+        }
+    }
+}
+
 /* The layer (mcu_k3c3_rows_applies, pixels forward), `blocks` after the stream's header, `section` its rows
- * section (MCU_PACKED_FLAG_ROWS) or NULL: each row of outputs from its three row slots, by fours, a last partial
- * four into a spare and copied. The slots, the spare and the pairs repacked from a stream without the section take
+ * section (MCU_PACKED_FLAG_ROWS) or NULL: each row of outputs from its three row slots and their lone taps' slot,
+ * by fours, a last partial four into a spare and copied. The slots, the spare and the pairs repacked from a stream without the section take
  * buf (MCU_K3C3_BUF_TAPS int16, MCU_K3C3_REPACK_TAPS without the section, 8-byte aligned: the kernel's column
  * buffer, whose frame is there anyway). 0 (nothing written) where the repacked layout would not be exact. */
 static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_params *p, const int8_t *input,
@@ -317,7 +350,7 @@ static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_par
                                                          int8_t *output, int16_t *buf)
 {
     int16_t *slots = buf;
-    int8_t *spare = (int8_t *)(void *)(buf + 3 * MCU_K3C3_ROW_TAPS);
+    int8_t *spare = (int8_t *)(void *)(buf + 4 * MCU_K3C3_ROW_TAPS);
     const mcu_shape4 in = p->input, out = p->output;
     const uint32_t off2 = mcu_offset_pair(p->input_offset);
     const int32_t lead = 3 * p->pad_left, n = 3 * in.w, row = 3 * in.w;
@@ -359,6 +392,7 @@ static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_par
                 }
             }
             st.pairs = rev ? reversed : pairs;
+            mcu_k3c3_lone(slots, 4 * (fours + (rest > 0)));
             last = ih0 + 2 * p->dilation_h;
             st.col = slots;
             if (fours > 0) {
