@@ -366,6 +366,12 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
 #define MCU_PACKED_BUF_TAPS                                                                               \
     (MCU_PIXEL4_GROUP_TAPS > MCU_PACKED_BUF_TAPS2 ? MCU_PIXEL4_GROUP_TAPS : MCU_PACKED_BUF_TAPS2)
+/* The column buffer's array: at least the widened rows' slots where a layer takes them (the section's need) */
+#if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
+#define MCU_PACKED_COL_ARRAY (MCU_PACKED_BUF_TAPS > MCU_K3C3_BUF_TAPS ? MCU_PACKED_BUF_TAPS : MCU_K3C3_BUF_TAPS)
+#else
+#define MCU_PACKED_COL_ARRAY MCU_PACKED_BUF_TAPS
+#endif
 #define MCU_PW_GROUP_MAX 18 /* pairs sharing one read of the stream: a 6 x 6 image's */
 
 /* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
@@ -533,7 +539,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     };
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
-    _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
+    _Alignas(8) int16_t col[MCU_PACKED_COL_ARRAY]; /* + mcu_pixel_packed's state, or two pixels' columns */
     mcu_pixel_packed_start(col, kp);
 #elif MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_REPACK_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_REPACK_TAPS];
