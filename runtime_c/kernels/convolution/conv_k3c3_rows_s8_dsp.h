@@ -262,22 +262,24 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         MCU_KR_RQ("r6", "r9", "r10")
         MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
         MCU_KR_RQ("r8", "r11", "lr")
-        "ldrd r9, r10, [sp, #8]\n\t"
-        "add r11, r9, r10\n\t"
+        /* y, cout and y_end by three pipelined loads; no store's address from the instruction before it */
+        "ldr r9, [sp, #8]\n\t"
+        "ldr r10, [sp, #12]\n\t"
+        "ldr r11, [sp, #16]\n\t"
         "strb r0, [r9]\n\t"
         "strb r1, [r9, #1]\n\t"
-        "add lr, r11, r10\n\t"
-        "strb r2, [r11]\n\t"
-        "strb r3, [r11, #1]\n\t"
-        "add r11, lr, r10\n\t"
+        "add lr, r9, r10\n\t"
+        "add r9, r9, #2\n\t"
+        "strb r2, [lr]\n\t"
+        "strb r3, [lr, #1]\n\t"
+        "add lr, lr, r10\n\t"
+        "str r9, [sp, #8]\n\t"
         "strb r4, [lr]\n\t"
         "strb r5, [lr, #1]\n\t"
-        "strb r6, [r11]\n\t"
-        "strb r8, [r11, #1]\n\t"
-        "add r9, r9, #2\n\t"
-        "ldr r11, [sp, #16]\n\t"
-        "str r9, [sp, #8]\n\t"
+        "add lr, lr, r10\n\t"
         "cmp r9, r11\n\t"
+        "strb r6, [lr]\n\t"
+        "strb r8, [lr, #1]\n\t"
         "bne 1b\n\t"
         /* the four done: the next one's outputs from y_end + 3 cout, its windows 48 bytes on */
         "add r9, r9, r10, lsl #1\n\t"
@@ -333,10 +335,11 @@ static inline void mcu_k3c3_lone(int16_t *slots, int32_t windows)
 {
     const int16_t *a = slots + 8, *b = slots + MCU_K3C3_ROW_TAPS + 8;
     int16_t *lone = slots + 3 * MCU_K3C3_ROW_TAPS;
-    for (int32_t i = 0; i < 6 * windows; i += 24) { /* whole fours: four windows a pass */
-        for (int32_t k = i; k < i + 24; k += 6) {
-            mcu_store_u32(lone + k, (uint32_t)(uint16_t)a[k] | ((uint32_t)(uint16_t)b[k] << 16));
-        }
+    for (int32_t i = 0; i < 6 * windows; i += 24) { /* whole fours: four windows a pass, written out (no inner loop) */
+        mcu_store_u32(lone + i, (uint32_t)(uint16_t)a[i] | ((uint32_t)(uint16_t)b[i] << 16));
+        mcu_store_u32(lone + i + 6, (uint32_t)(uint16_t)a[i + 6] | ((uint32_t)(uint16_t)b[i + 6] << 16));
+        mcu_store_u32(lone + i + 12, (uint32_t)(uint16_t)a[i + 12] | ((uint32_t)(uint16_t)b[i + 12] << 16));
+        mcu_store_u32(lone + i + 18, (uint32_t)(uint16_t)a[i + 18] | ((uint32_t)(uint16_t)b[i + 18] << 16));
     }
 }
 
