@@ -297,10 +297,6 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     *flags_out = flags;
     const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
     const int bytes = (flags & MCU_PACKED_FLAG_BYTES) != 0;
-    if ((flags & MCU_PACKED_FLAG_ROWS) && (!right || bytes || (flags & MCU_PACKED_FLAG_SCALED) || kp != 28 ||
-                                           cout % 4 != 0 || cout > 16)) {
-        return 0; /* a rows section follows the blocks of a 3x3 layer of 3 channels only */
-    }
     if (MCU_PACKED_SCALED && (flags & MCU_PACKED_FLAG_SCALED)) { /* word streams of shifts brought to one; no value of theirs can fault */
         return right && !bytes;
     }
@@ -578,7 +574,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_PACKED_NARROW
 #if MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
         /* RGB at stride 2: widened rows, from the stream's rows section or its pairs repacked here (exact for the
-         * layer, else by threes) */
+         * layer, else by threes); only such a layer of a right-shift, unscaled word stream reads a section */
         const int32_t *section = (flags & MCU_PACKED_FLAG_ROWS) ? packed + (out.c / 4) * l.words : NULL;
         if (mcu_k3c3_rows_applies(p, (int32_t)(sizeof col / sizeof col[0]), section != NULL) &&
             mcu_k3c3_rows_layer(p, input, packed, section, output, col)) {
