@@ -256,8 +256,12 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         MCU_KR_ROW("1", "4", "5", "6", "7")
         MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")
         MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
-        "add r7, r7, #120\n\t"
-        "ldmia r7!, {r9, r10, r11, lr}\n\t"
+        /* the constants by four pipelined loads (an LDM after the ADD of its base would wait a cycle) */
+        "ldr r9, [r7, #120]\n\t"
+        "ldr r10, [r7, #124]\n\t"
+        "ldr r11, [r7, #128]\n\t"
+        "ldr lr, [r7, #132]\n\t"
+        "add r7, r7, #136\n\t"
         MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")
         MCU_KR_RQ("r6", "r9", "r10")
         MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
