@@ -225,10 +225,11 @@ def rows_section(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray,
                  output_offset: int, input_offset: int) -> np.ndarray | None:
     """The words convolution/conv_k3c3_rows_s8_dsp.h reads of a 3x3 layer of 3 input channels (``w`` int8, out_c x 27
     in window order, out_c a multiple of 4), which would otherwise repack them on every call: per pair of output
-    channels their biases times 2^e, per tap word (:data:`ROWS_TAPS`) the two channels' words, then (multiplier, C) of each channel, e and C as :func:`pack_layer_scaled` makes them, so that
-    the requantization is one SMMLA and one SSAT an output; then the same pairs with the window rows reversed (at
-    stride 2 down the kernel alternates the order of its row slots instead of copying the shared row). None where :func:`scaled_fit` says that layout is not exact
-    (the kernel then repacks the blocks itself, or runs the layer by threes)."""
+    channels their biases times 2^e, per tap word (:data:`ROWS_TAPS`) the two channels' words, then (multiplier, C)
+    of each channel, e and C as :func:`pack_layer_scaled` makes them, so that the requantization is one SMMLA and one
+    SSAT an output; then the same pairs with the window rows reversed (at stride 2 down the kernel alternates the
+    order of its row slots instead of copying the shared row). None where :func:`scaled_fit` says that layout is not
+    exact (the kernel then repacks the blocks itself, or runs the layer by threes)."""
     w = np.asarray(w, dtype=np.int64).reshape(w.shape[0], -1)
     out_c = w.shape[0]
     e = scaled_fit(w, bias, shift, input_offset)

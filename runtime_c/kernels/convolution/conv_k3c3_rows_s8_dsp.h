@@ -155,7 +155,8 @@ static inline int mcu_k3c3_repack(const int32_t *blocks, const mcu_conv2d_s8_par
             }
             pairs[2 + 2 * MCU_K3C3_WORDS + 2 * j] = rq[2];
             pairs[3 + 2 * MCU_K3C3_WORDS + 2 * j] =
-                (1 << (e - 2)) + (1 << (MCU_PACKED_SCALED_SHIFT - 1)) + p->output_offset * (1 << MCU_PACKED_SCALED_SHIFT);
+                (1 << (e - 2)) + (1 << (MCU_PACKED_SCALED_SHIFT - 1)) +
+                p->output_offset * (1 << MCU_PACKED_SCALED_SHIFT);
         }
     }
     return 1;
@@ -349,9 +350,10 @@ static inline void mcu_k3c3_lone(int16_t *slots, int32_t windows)
 
 /* The layer (mcu_k3c3_rows_applies, pixels forward), `blocks` after the stream's header, `section` its rows
  * section (MCU_PACKED_FLAG_ROWS) or NULL: each row of outputs from its three row slots and their lone taps' slot,
- * by fours, a last partial four into a spare and copied. The slots, the spare and the pairs repacked from a stream without the section take
- * buf (MCU_K3C3_BUF_TAPS int16, MCU_K3C3_REPACK_TAPS without the section, 8-byte aligned: the kernel's column
- * buffer, whose frame is there anyway). 0 (nothing written) where the repacked layout would not be exact. */
+ * by fours, a last partial four into a spare and copied. The slots, the spare and the pairs repacked from a stream
+ * without the section take buf (MCU_K3C3_BUF_TAPS int16, MCU_K3C3_REPACK_TAPS without the section, 8-byte aligned:
+ * the kernel's column buffer, whose frame is there anyway). 0 (nothing written) where the repacked layout would not
+ * be exact. */
 static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_params *p, const int8_t *input,
                                                          const int32_t *blocks, const int32_t *section,
                                                          int8_t *output, int16_t *buf)

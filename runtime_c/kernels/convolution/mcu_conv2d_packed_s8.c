@@ -288,8 +288,8 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 {
     const uint32_t flags = (uint32_t)stream[1];
     /* a build without scaled streams (MCU_PACKED_SCALED 0, specialise.py) refuses them */
-    const uint32_t known = MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES | MCU_PACKED_FLAG_GROUP | MCU_PACKED_FLAG_ROWS |
-                           (MCU_PACKED_SCALED ? MCU_PACKED_FLAG_SCALED : 0u);
+    const uint32_t known = MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES | MCU_PACKED_FLAG_GROUP |
+                           MCU_PACKED_FLAG_ROWS | (MCU_PACKED_SCALED ? MCU_PACKED_FLAG_SCALED : 0u);
     if (stream[0] != MCU_PACKED_MAGIC || (flags & ~(0xFF00u | known)) != 0 ||
         stream[2] != cout || stream[3] != kp || ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
         return 0;
@@ -538,7 +538,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     _Alignas(8) int16_t col[MCU_PACKED_COL_ARRAY]; /* + mcu_pixel_packed's state, or two pixels' columns */
     mcu_pixel_packed_start(col, kp);
 #elif MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
-    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_REPACK_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_REPACK_TAPS];
+    _Alignas(8) int16_t
+        col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_REPACK_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_REPACK_TAPS];
 #else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
 #endif
