@@ -695,17 +695,24 @@ def test_pw_small_on_core(tmp_path_factory, board_name: str, cases: list[dict]) 
 
 
 @st.composite
-def _first_layer_case(draw, batch: int = 1, rows: bool = False) -> dict:
+def _first_layer_case(draw, batch: int = 1, rows: bool = False, zero_blocks: bool = False,
+                      shared: bool = False) -> dict:
     """A 3x3 layer over 3 input channels whose range is all of int8 from the output offset -128 (an RGB
     first layer with a ReLU): the narrow path runs its pixels by threes (mcu_narrow_x3), interior and
     border windows alike, and the row's last one or two alone. Rows of 1 to 10 outputs, strides 1 and 2,
     padding 0 and 1, a right overhang, row dilation 1 and 2, extremes of inputs, weights, biases and
     multipliers. `rows`: stride 2 across (the widened rows of conv_k3c3_rows_s8_dsp.h), rows of 1 to 40
-    outputs (fours and a partial one), stride 1 or 2 down, padding up to 2, 4 to 16 output channels."""
+    outputs (fours and a partial one), stride 1 or 2 down, padding up to 2, 4 to 16 output channels; four in five
+    with shifts and biases the scaled layout is exact for (tuned.scaled_fit), the stream then with its rows section (half the
+    time; `zero_blocks`: its blocks' weights zeroed, so that a kernel reading them instead of the section fails) or
+    repacked by the kernel; extreme biases or other shifts leave the layer to the threes. `shared`: such a layer
+    with its section at stride 2 down, rows 1 apart, two rows of outputs or more (its slots in both orders)."""
     stride, pad, dh = draw(st.integers(1, 2)), draw(st.integers(0, 2 if rows else 1)), draw(st.integers(1, 2))
+    if shared:
+        stride, dh = 2, 1
     stride_w = 2 if rows else stride
     span = 2 * dh + 1
-    h = draw(st.integers(max(1, span - 2 * pad), span + 3))
+    h = draw(st.integers(max(1, span - 2 * pad, 5 - 2 * pad if shared else 1), span + 3))
     w = draw(st.integers(max(1, 3 - 2 * pad), 3 + 2 * (39 if rows else 9 // stride)))
     extra_r = draw(st.integers(0, 1))
     oh = (h + 2 * pad - span) // stride + 1
@@ -717,29 +724,41 @@ def _first_layer_case(draw, batch: int = 1, rows: bool = False) -> dict:
          else np.full((batch, h, w, 3), -128 if x_kind == "min" else 127)).astype(np.int8)
     wt = (rng.integers(-127, 128, (cout, 3, 3, 3)) if w_kind == "random"
           else np.full((cout, 3, 3, 3), -127 if w_kind == "min" else 127)).astype(np.int8)
-    b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
-                 dtype=np.int32)
+    fit = rows and (shared or draw(st.integers(0, 4)) > 0)  # a layer the rows' scaled layout is exact for (tuned.scaled_fit)
+    biases = st.sampled_from((-(2**20), 2**20)) if fit else st.sampled_from(_S32)
+    b = np.array(draw(st.lists(biases | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)), dtype=np.int32)
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
-    sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
+    shifts = st.integers(-13, -7) if fit else st.integers(-23, -1)
+    sh = np.array(draw(st.lists(shifts, min_size=cout, max_size=cout)), dtype=np.int64)
     params = packed_params(x.shape, (batch, oh, ow, cout), 3, 3, sh=stride, sw=stride_w, pt=pad, pl=pad, dh=dh,
                            in_zp=draw(st.integers(-128, 127)), out_zp=-128, act=(-128, 127))
     expected = conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, -128)
     assert stream[1] & tuned.FLAG_RIGHT
+    section = tuned.rows_section(wt.reshape(cout, -1), b, m, sh, -128, params["input_offset"]) if rows else None
+    assert section is not None or not fit
+    if section is not None and (shared or draw(st.booleans())):
+        stream = tuned.with_rows(stream, section)
+    if section is not None and zero_blocks and stream[1] & tuned.FLAG_ROWS:
+        words = 4 + 2 * 28 + 16  # a block: biases, 14 tap pairs of 4 channels, requantization words
+        blocks = stream[4:4 + cout // 4 * words].reshape(cout // 4, words)
+        blocks[:, 4:4 + 2 * 28] = 0  # the weights only the section now holds
     return dict(x=x, wt=wt, b=b, m=m, sh=sh, w=stream, params=params, expected=expected)
 
 
 @pytest.mark.parametrize("rows", [False, True], ids=["by_threes", "rows"])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_first_layer_matches_reference(lib, rows: bool, data) -> None:
+def test_first_layer_matches_reference(lib, request, rows: bool, data) -> None:
     """The narrow path's first layers (their C twins on the emulated build), batches of two images: by threes
-    (mcu_narrow_x3), or from widened rows at stride 2 across (conv_k3c3_rows_s8_dsp.h)."""
-    case = data.draw(_first_layer_case(batch=2, rows=rows))
+    (mcu_narrow_x3), or from widened rows at stride 2 across (conv_k3c3_rows_s8_dsp.h; the plain build ignores a
+    stream's rows section, the emulated one reads it)."""
+    emulated = request.node.callspec.params["lib"] == "dsp-emulated"
+    case = data.draw(_first_layer_case(batch=2, rows=rows, zero_blocks=emulated))
     cout = case["wt"].shape[0]
     status, out = cb.conv2d_packed(case["x"], case["wt"], case["b"], cb.Quant(case["m"], case["sh"], cout),
-                                   case["params"])
+                                   case["params"], stream=case["w"])
     assert status == MCU_OK
     base.assert_equal(out, case["expected"])
 
@@ -757,7 +776,8 @@ def test_first_layer_on_core(tmp_path_factory, board_name: str, rows: bool, data
     from mcu.device.toolchain import build_firmware
 
     n = 16 if rows else 24
-    cases = data.draw(st.lists(_first_layer_case(rows=rows), min_size=n, max_size=n))
+    cases = data.draw(st.lists(_first_layer_case(rows=rows, zero_blocks=True), min_size=n - 1, max_size=n - 1))
+    cases += [data.draw(_first_layer_case(rows=rows, zero_blocks=True, shared=rows))]
     tmp = tmp_path_factory.mktemp("packed_rows" if rows else "packed_x3")
     main = tmp / "main.c"
     main.write_text(packed_firmware_source([{k: c[k] for k in ("x", "w", "params", "expected")} for c in cases]))

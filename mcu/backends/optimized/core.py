@@ -150,7 +150,7 @@ class OptimizedBackend(Backend):
                 flags = int(op.attrs["packed_weights"].data[1])  # the packed tensor (tuned.packed_tensor)
                 layers.append(PackedLayer.from_params(call.params, bool(flags & tuned.FLAG_RIGHT),
                                                       bool(flags & tuned.FLAG_GROUP), bool(flags & tuned.FLAG_BYTES),
-                                                      bool(flags & tuned.FLAG_SCALED)))
+                                                      bool(flags & tuned.FLAG_SCALED), bool(flags & tuned.FLAG_ROWS)))
         return packed_defines(layers)
 
     def merge_defines(self, parts: Sequence[dict[str, int]]) -> dict[str, int]:

@@ -14,7 +14,10 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
   one pixel at a time, only slower); ``MCU_PACKED_NARROW_ROWS`` 0 the widened rows of such windows at stride 2
   across (convolution/conv_k3c3_rows_s8_dsp.h, mobilenet_v1's first layer) when no narrow layer has them (they
-  would run by threes, exact): their call adds its frame to the kernel's stack.
+  would run by threes, exact): their call adds its frame to the kernel's stack, and their slots to its column
+  buffer. Only a stream with its rows section (tuned.rows_section, FLAG_ROWS) counts: a stream widened at run time
+  (mcu_conv2d_s4's) would repack it on every call, in a larger buffer than the w4a8 builds of mobilenet_v1 have (they
+  run it by threes).
 * ``MCU_PIXEL4_GROUP``: ``PIXEL4_GROUP`` (4) when the build has the loop (``MCU_PACKED_LOOP``) and some
   windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes with eight pixels or more
   to share it and its weights wait (FLAG_GROUP): its four-pixel units then run in groups (across rows) over parts of the stream, and the
@@ -77,7 +80,7 @@ class PackedLayer:
     output_offset: int
     right: bool  # FLAG_RIGHT of the packed stream (mcu/backends/optimized/tuned.py)
     k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
-    rows: bool = False  # 3x3 of 3 channels at stride 2 across, the range all of int8 (mcu_k3c3_rows_applies)
+    rows: bool = False  # 3x3 of 3 channels at stride 2 across, the range all of int8, a rows section (FLAG_ROWS)
     pointwise: bool = False  # kernel_h and kernel_w 1
     flat: bool = False  # pointwise, stride 1, unpadded, output h and w the input's: the flat pointwise loop
     pixels: int = 1  # output pixels (n * h * w)
@@ -89,11 +92,11 @@ class PackedLayer:
 
     @staticmethod
     def from_params(params: Mapping[str, Any], right: bool, group: bool = False, bytes: bool = False,
-                    scaled: bool = False) -> "PackedLayer":
+                    scaled: bool = False, rows_section: bool = False) -> "PackedLayer":
         k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
         k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
                 and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
-        rows = (k3c3 and int(params["kernel_w"]) == 3 and int(params["stride_w"]) == 2
+        rows = (rows_section and k3c3 and int(params["kernel_w"]) == 3 and int(params["stride_w"]) == 2
                 and int(params["act_min"]) == -128 and int(params["act_max"]) == 127)
         pointwise = int(params["kernel_h"]) == 1 and int(params["kernel_w"]) == 1
         flat = (pointwise and int(params["stride_h"]) == 1 and int(params["stride_w"]) == 1

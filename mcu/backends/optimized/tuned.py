@@ -35,6 +35,11 @@ FLAG_RIGHT = 1  # every shift in [-23, -1]: requantized from K words (the core's
 FLAG_BYTES = 2  # weights as bytes, two channels a word (pack_layer_bytes): fully connected layers whose weights wait
 FLAG_GROUP = 4  # the weights wait: a flat pointwise layer's pixel pairs share each read of a large stream
 FLAG_SCALED = 8  # channels scaled to one shift, requantized by SMMLA and SSAT (pack_layer_scaled)
+FLAG_ROWS = 16  # the blocks followed by the widened rows' section (rows_section)
+# a window's tap words in the rows' layout (9 row + tap, -1 a zero): rows 0 and 1 by pairs of taps 0 to 7, row 2 by
+# pairs with its tap 8 and a zero, then taps 8 of rows 0 and 1 (the kernel's slot of lone taps)
+ROWS_TAPS = [*(9 * r + t for r in (0, 1) for t in range(8)), *range(18, 27), -1, 8, 17]
+ROWS_COUT_MAX = 16  # MCU_K3C3_COUT_MAX (convolution/conv_k3c3_rows_s8_dsp.h)
 SCALED_SHIFT = 14  # MCU_PACKED_SCALED_SHIFT: the shift every channel of a scaled stream is brought to
 SCALED_TAPS_MAX = 304  # input channels whose pixel pairs' column (2 kp + 24 int16) fits the kernel's 640 + 24
 BYTES_DB_MAX = (1 << 23) - 1  # |DB| bound of the byte stream (convolution/pair_bytes_s8_dsp.h)
@@ -216,6 +221,53 @@ def pack_layer_scaled(w: np.ndarray, bias: np.ndarray | None, multiplier: np.nda
     return _stream(out_c, padded_taps(w.shape[1]), flags, output_offset, blocks)
 
 
+def rows_section(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
+                 output_offset: int, input_offset: int) -> np.ndarray | None:
+    """The words convolution/conv_k3c3_rows_s8_dsp.h reads of a 3x3 layer of 3 input channels (``w`` int8, out_c x 27
+    in window order, out_c a multiple of 4), which would otherwise repack them on every call: per pair of output
+    channels their biases times 2^e, per tap word (:data:`ROWS_TAPS`) the two channels' words, then (multiplier, C)
+    of each channel, e and C as :func:`pack_layer_scaled` makes them, so that the requantization is one SMMLA and one
+    SSAT an output; then the same pairs with the window rows reversed (at stride 2 down the kernel alternates the
+    order of its row slots instead of copying the shared row). None where :func:`scaled_fit` says that layout is not
+    exact (the kernel then repacks the blocks itself, or runs the layer by threes)."""
+    w = np.asarray(w, dtype=np.int64).reshape(w.shape[0], -1)
+    out_c = w.shape[0]
+    e = scaled_fit(w, bias, shift, input_offset)
+    if e is None or w.shape[1] != 27 or out_c % 4 != 0 or not -128 <= int(output_offset) <= 127:
+        return None
+    b = np.zeros(out_c, dtype=np.int64) if bias is None else np.asarray(bias, dtype=np.int64).reshape(-1)
+    m = np.asarray(multiplier, dtype=np.int64).reshape(-1)
+    c = np.left_shift(1, e - 2) + (1 << (SCALED_SHIFT - 1)) + int(output_offset) * (1 << SCALED_SHIFT)
+    pairs = []
+    for order in ([0, 1, 2], [2, 1, 0]):  # the window rows in slots 0, 1, 2, then reversed (the slots' other order)
+        rows = np.zeros((out_c, 28), dtype=np.int64)
+        rows[:, :27] = (w.reshape(out_c, 3, 9) << e[:, None, None])[:, order].reshape(out_c, 27)
+        taps = rows[:, ROWS_TAPS].reshape(out_c, len(ROWS_TAPS) // 2, 2)  # index -1: the zero at 27
+        words = (taps[..., 0] & 0xFFFF) | ((taps[..., 1] & 0xFFFF) << 16)  # (out_c, 14)
+        pairs += [np.concatenate([(b[a:a + 2] << e[a:a + 2]), words[a:a + 2].T.reshape(-1),
+                                  np.stack([m[a:a + 2], c[a:a + 2]], axis=1).reshape(-1)]) for a in range(0, out_c, 2)]
+    return (np.concatenate(pairs) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def with_rows(stream: np.ndarray, section: np.ndarray) -> np.ndarray:
+    """``stream`` (:func:`pack_layer`'s, FLAG_RIGHT) with :func:`rows_section`'s words after its blocks (FLAG_ROWS)."""
+    out = np.concatenate([stream, section]).astype(np.int32)
+    out[1] = int(out[1]) | FLAG_ROWS
+    return out
+
+
+def takes_rows(op: Op) -> bool:
+    """Whether a layer may run from widened rows (mcu_k3c3_rows_applies behind the narrow path's mcu_narrow_applies):
+    a 3x3 convolution of 3 input channels at stride 2 across, dilation 1 across, 4 to 16 output channels in fours,
+    an activation range all of int8 from the output offset -128 (a first layer with its ReLU)."""
+    if op.kind != "conv2d":
+        return False
+    p = conv_params(op)
+    return ((p["kernel_h"], p["kernel_w"], p["input"]["c"], p["stride_w"], p["dilation_w"]) == (3, 3, 3, 2, 1)
+            and p["output"]["c"] % 4 == 0 and p["output"]["c"] <= ROWS_COUT_MAX and p["pad_left"] >= 0
+            and (p["act_min"], p["act_max"]) == (-128, 127) and p["act_min"] >= p["output_offset"])
+
+
 # The op attribute the backend sets when the op's weights sit in memory with wait states (Context.weights_wait).
 WEIGHTS_WAIT = "weights_wait"
 # ... and when they are read through a cache that holds a part of a large stream (:func:`groups_pay`).
@@ -301,6 +353,9 @@ def packed_tensor(op: Op) -> Tensor:
         data = pack_layer_scaled(*args, group=group, input_offset=conv_params(op)["input_offset"])
     if data is None:
         data = pack_layer(*args, group=group)
+        section = rows_section(*args, input_offset=conv_params(op)["input_offset"]) if takes_rows(op) else None
+        if section is not None and data[1] & FLAG_RIGHT:
+            data = with_rows(data, section)
     t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)
     op.attrs["packed_weights"] = t
     return t

@@ -334,6 +334,15 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
  * (mcu/backends/optimized/tuned.py, pack_layer_scaled). */
 #define MCU_PACKED_FLAG_SCALED 8u
 #define MCU_PACKED_SCALED_SHIFT 14
+/* With MCU_PACKED_FLAG_ROWS (and FLAG_RIGHT, not SCALED; a 3x3 layer of 3 input channels, 4 to 16 output channels,
+ * whose activation range is all of int8 from the output offset -128) the blocks are followed by the rows
+ * section: per pair of output channels MCU_PACKED_ROWS_PAIR_WORDS words, their biases times 2^e, then per tap
+ * word (window rows 0 and 1: taps 0-1, 2-3, 4-5, 6-7; row 2: those and 8 with a 0; then taps 8 of rows 0 and 1)
+ * the two channels' words of int16 weights times 2^e, then (multiplier, C) of each channel, e and C as with FLAG_SCALED; then as many pairs again
+ * with the window rows in reverse order (mcu/backends/optimized/tuned.py, rows_section;
+ * convolution/conv_k3c3_rows_s8_dsp.h reads it). */
+#define MCU_PACKED_FLAG_ROWS 16u
+#define MCU_PACKED_ROWS_PAIR_WORDS 34
 mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
                                 const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);

@@ -7,14 +7,19 @@
  * natural order once, in a row slot, and the three slots of a row of outputs are their windows: window ow of
  * row slot r is 9 int16 at 6 ow, pixel p + 1's 12 bytes after pixel p's, so every tap of four pixels is at a
  * fixed offset from the first one's. With stride 2 down, an output row's first input row is the previous
- * one's last: copied, not widened again. A window row's 9 taps are 5 words, the fifth paired with the next
- * pixel's first (its weight 0): 15 words a window rather than 14, paid back by no column at all. The stream's
- * weights are repacked in that order once per call, a channel pair's together.
+ * one's last: neither widened again nor copied, the slots taken in the other order (2, 1, 0) with weights whose
+ * window rows are reversed. The first two slots' window rows give taps 0 to 7 as 4 words each and their taps 8
+ * one word of a fourth slot, the lone taps' (built per row of outputs, about 6 cycles a pixel, for 16 a pixel
+ * saved); the third's 9 taps are 5 words, the fifth paired with the next pixel's first (its weight 0): 14 words a
+ * window, the fewest 27 taps take, and no column at all. The weights in that order, both
+ * row orders, come packed ahead of time after the stream's blocks (MCU_PACKED_FLAG_ROWS: tuned.rows_section,
+ * scaled to one shift like the pointwise pairs' scaled streams); a stream without them (mcu_conv2d_s4 widens its
+ * weights at run time) is repacked here once per call, one order, the shared row copied.
  *
  * The pass: per tap word two weight words and two pixels' column words, four SMLAD, then the other two
  * pixels' column words and four SMLAD (16 cycles for 8; the eight accumulators, four operands and two
  * pointers take every register but sp and pc), the biases entering with the first tap; the constants
- * (K, m, R - 1) of a channel serve its four pixels (mcu_narrow_rq_s8's arithmetic, K added after SMULL). */
+ * (m, C) of a channel serve its four pixels, SMMLA and SSAT an output (mcu_packed_rq_scaled). */
 #ifndef MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H
 
@@ -36,12 +41,14 @@
 
 #define MCU_K3C3_ROW_TAPS 320 /* int16 of a row slot: rows of up to 104 pixels of 3 channels */
 #define MCU_K3C3_ROW_BYTES_S "640"
-#define MCU_K3C3_COUT_MAX 16   /* the repacked weights on the stack: 160 bytes a channel pair */
-#define MCU_K3C3_PAIR_WORDS 40 /* 2 biases, 15 tap words of 2 channels, 2 x 4 constants */
-#define MCU_K3C3_WORDS 15      /* tap words a window: 3 rows of 5 */
-/* The buffer of mcu_k3c3_rows_layer: three row slots, the repacked weights, a spare four pixels' outputs. */
-#define MCU_K3C3_BUF_TAPS (3 * MCU_K3C3_ROW_TAPS + MCU_K3C3_COUT_MAX * MCU_K3C3_PAIR_WORDS + 2 * MCU_K3C3_COUT_MAX)
+#define MCU_K3C3_COUT_MAX 16 /* the spare four pixels' outputs, the pairs repacked at run time */
+#define MCU_K3C3_WORDS 14    /* tap words a window: 4, 4 and 5 of the row slots, 1 of the lone taps' slot */
+/* The buffer of mcu_k3c3_rows_layer: three row slots and the lone taps' slot, a spare four pixels' outputs, then
+ * for a stream without its rows section (MCU_PACKED_FLAG_ROWS) the pairs repacked at run time. */
+#define MCU_K3C3_BUF_TAPS (4 * MCU_K3C3_ROW_TAPS + 2 * MCU_K3C3_COUT_MAX)
+#define MCU_K3C3_REPACK_TAPS (MCU_K3C3_BUF_TAPS + MCU_K3C3_COUT_MAX / 2 * MCU_PACKED_ROWS_PAIR_WORDS * 2)
 _Static_assert(MCU_K3C3_ROW_TAPS * 2 == 640, "MCU_K3C3_ROW_BYTES_S");
+_Static_assert(MCU_PACKED_ROWS_PAIR_WORDS == 2 + 2 * MCU_K3C3_WORDS + 4, "a pair: biases, tap words, constants");
 
 /* The slots' int16 a layer needs: its left padding and input row, or its windows by whole fours (the last
  * four's pixels past the row read zeros, and each window row's fifth word one int16 more). */
@@ -54,10 +61,11 @@ static inline int32_t mcu_k3c3_rows_taps(const mcu_conv2d_s8_params *p)
 
 /* 1 when a layer the narrow path takes (mcu_narrow_applies) would run by threes (mcu_narrow_x3: 3x3 windows of
  * 3 channels, dilation_w 1, the range all of int8) and takes the rows instead: stride 2 across, few enough
- * channels for the repacked weights, rows that fit a slot. */
-static inline int mcu_k3c3_rows_applies(const mcu_conv2d_s8_params *p, int32_t buf_taps)
+ * channels for the spare, rows that fit a slot, and a buffer for the slots (and the pairs, for a stream without
+ * its rows section: `section`). */
+static inline int mcu_k3c3_rows_applies(const mcu_conv2d_s8_params *p, int32_t buf_taps, int section)
 {
-    if (buf_taps < MCU_K3C3_BUF_TAPS) {
+    if (buf_taps < (section ? MCU_K3C3_BUF_TAPS : MCU_K3C3_REPACK_TAPS)) {
         return 0;
     }
     return p->kernel_h == 3 && p->kernel_w == 3 && p->input.c == 3 && p->dilation_w == 1 && p->stride_w == 2 &&
@@ -72,7 +80,7 @@ typedef struct {
     int8_t *y;               /* the pass's first output (the four's first pixel, the pair's first channel) */
     int32_t cout;            /* between the pixels' outputs */
     int8_t *y_end;           /* the four's first pixel's output end */
-    const int32_t *pairs;    /* the repacked weights */
+    const int32_t *pairs;    /* the pairs' words (MCU_PACKED_FLAG_ROWS's layout) */
 } mcu_k3c3_rows_state;
 
 #if MCU_S8_DSP_NATIVE
@@ -82,35 +90,76 @@ _Static_assert(offsetof(mcu_k3c3_rows_state, col) == 0 && offsetof(mcu_k3c3_rows
                "mcu_k3c3_rows_state layout");
 #endif
 
-/* Tap word u of the window rows' layout (row u / 5, int16 2 (u % 5) and the next), its weight word of channel
- * ch from a block of the stream, whose words pair the taps of each group of 4 as 0, 2 and 1, 3. */
-static inline uint32_t mcu_k3c3_weight_word(const int32_t *blob, int32_t ch, int32_t u)
+/* Tap word u's slot (0 to 2: the row slots; 3: the lone taps') and its first int16 in a window there: slots 0 and
+ * 1 give their window row's taps 0 to 7 (4 words), slot 2 its 9 and a 0 (5), slot 3 taps 8 of slots 0 and 1. */
+static inline int32_t mcu_k3c3_word_slot(int32_t u)
 {
-    const int32_t k = 9 * (u / 5) + 2 * (u % 5);
+    return u < 4 ? 0 : u < 8 ? 1 : u < 13 ? 2 : 3;
+}
+
+static inline int32_t mcu_k3c3_word_at(int32_t u)
+{
+    return u < 4 ? 2 * u : u < 8 ? 2 * (u - 4) : u < 13 ? 2 * (u - 8) : 0;
+}
+
+/* Lane i of tap word u as a tap of the window (9 row + tap, the row that of the slot), -1 for none. */
+static inline int32_t mcu_k3c3_word_tap(int32_t u, int32_t i)
+{
+    const int32_t slot = mcu_k3c3_word_slot(u), t = mcu_k3c3_word_at(u) + i;
+    return slot == 3 ? 9 * i + 8 : t < 9 ? 9 * slot + t : -1;
+}
+
+/* Tap word u's weights of channel ch from a block of the stream, whose words pair the taps of each group of 4 as
+ * 0, 2 and 1, 3, each times 2^e. */
+static inline uint32_t mcu_k3c3_weight_word(const int32_t *blob, int32_t ch, int32_t u, int32_t e)
+{
     uint32_t w = 0;
-    for (int32_t i = 0; i < 2 && (u % 5) * 2 + i < 9; ++i) {
-        const int32_t tap = k + i, t = 2 * (tap / 4) + (tap & 1), lane = (tap & 3) >> 1;
-        const uint32_t half = ((uint32_t)blob[4 + 4 * t + ch] >> (16 * lane)) & 0xFFFFu;
-        w |= half << (16 * i);
+    for (int32_t i = 0; i < 2 && mcu_k3c3_word_tap(u, i) >= 0; ++i) {
+        const int32_t tap = mcu_k3c3_word_tap(u, i), t = 2 * (tap / 4) + (tap & 1), lane = (tap & 3) >> 1;
+        const int32_t half = (int16_t)(((uint32_t)blob[4 + 4 * t + ch] >> (16 * lane)) & 0xFFFFu);
+        w |= ((uint32_t)(half * (1 << e)) & 0xFFFFu) << (16 * i);
     }
     return w;
 }
 
-/* The stream's blocks (28 taps) as channel pairs: 2 biases, 15 tap words of the two channels, their constants. */
-static inline void mcu_k3c3_repack(const int32_t *blocks, int32_t cout, int32_t *pairs)
+/* The pairs of MCU_PACKED_FLAG_ROWS's layout from a stream without them (mcu_conv2d_s4's, widened at run time),
+ * what tuned.rows_section packs ahead of time: 1, or 0 where that layout is not exact for the layer (a right
+ * shift R outside [MCU_PACKED_SCALED_SHIFT - 7, MCU_PACKED_SCALED_SHIFT - 1], or an accumulator times 2^e, e = 1 +
+ * MCU_PACKED_SCALED_SHIFT - R, outside int32 for some input: tuned.scaled_fit). */
+static inline int mcu_k3c3_repack(const int32_t *blocks, const mcu_conv2d_s8_params *p, int32_t *pairs)
 {
     const int32_t words = mcu_packed_block_words(28);
-    for (int32_t a = 0; a < cout; a += 2, pairs += MCU_K3C3_PAIR_WORDS) {
+    const int64_t xmax = p->input_offset >= 0 ? 127 + (int64_t)p->input_offset : 128 - (int64_t)p->input_offset;
+    for (int32_t a = 0; a < p->output.c; a += 2, pairs += MCU_PACKED_ROWS_PAIR_WORDS) {
         const int32_t *blob = blocks + (a / 4) * words;
-        const int32_t ch = a % 4;
-        pairs[0] = blob[ch];
-        pairs[1] = blob[ch + 1];
-        for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
-            pairs[2 + 2 * u] = (int32_t)mcu_k3c3_weight_word(blob, ch, u);
-            pairs[3 + 2 * u] = (int32_t)mcu_k3c3_weight_word(blob, ch + 1, u);
+        for (int32_t j = 0; j < 2; ++j) {
+            const int32_t ch = a % 4 + j;
+            const int32_t *rq = blob + 4 + 2 * 28 + 4 * ch; /* K low, K high, m, R - 1 */
+            const int32_t r = rq[3] + 1, e = 1 + MCU_PACKED_SCALED_SHIFT - r;
+            if (r < MCU_PACKED_SCALED_SHIFT - 7 || r > MCU_PACKED_SCALED_SHIFT - 1) {
+                return 0;
+            }
+            int64_t sum = 0;
+            for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
+                const uint32_t w = mcu_k3c3_weight_word(blob, ch, u, 0);
+                const int32_t lo = (int16_t)(w & 0xFFFFu), hi = (int16_t)(w >> 16);
+                sum += (lo < 0 ? -lo : lo) + (hi < 0 ? -hi : hi);
+            }
+            const int64_t bias = blob[ch], bound = xmax * sum + (bias < 0 ? -bias : bias);
+            if (bound * ((int64_t)1 << e) >= ((int64_t)1 << 31)) {
+                return 0;
+            }
+            pairs[j] = (int32_t)((uint32_t)blob[ch] << e);
+            for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
+                pairs[2 + 2 * u + j] = (int32_t)mcu_k3c3_weight_word(blob, ch, u, e);
+            }
+            pairs[2 + 2 * MCU_K3C3_WORDS + 2 * j] = rq[2];
+            pairs[3 + 2 * MCU_K3C3_WORDS + 2 * j] =
+                (1 << (e - 2)) + (1 << (MCU_PACKED_SCALED_SHIFT - 1)) +
+                p->output_offset * (1 << MCU_PACKED_SCALED_SHIFT);
         }
-        memcpy(pairs + 32, blob + 4 + 2 * 28 + 4 * ch, 8 * sizeof(int32_t));
     }
+    return 1;
 }
 
 /* Four bytes at src as (x + off) int16 in natural order at dst (off2: the offset in both halves). */
@@ -140,6 +189,9 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
         dst[i] = (int16_t)(src[i] + off);
     }
 }
+
+#define MCU_K3C3_STR2(x) #x
+#define MCU_K3C3_STR(x) MCU_K3C3_STR2(x)
 
 #if MCU_S8_DSP_NATIVE
 /* Tap word u (its column words at byte offset cb of the four's first window), the pair's weight words from
@@ -179,56 +231,60 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
     "smlad r6, lr, r9, r6\n\t"                                                                            \
     "smlad r8, lr, r10, r8\n\t"
 
-#define MCU_KR_ROW(r, u0, u1, u2, u3, u4)                                                                 \
+#define MCU_KR_ROW(r, u0, u1, u2, u3)                                                                     \
     MCU_KR_TAP(u0, r " * " MCU_K3C3_ROW_BYTES_S) MCU_KR_TAP(u1, r " * " MCU_K3C3_ROW_BYTES_S " + 4")     \
-    MCU_KR_TAP(u2, r " * " MCU_K3C3_ROW_BYTES_S " + 8") MCU_KR_TAP(u3, r " * " MCU_K3C3_ROW_BYTES_S " + 12") \
-    MCU_KR_TAP(u4, r " * " MCU_K3C3_ROW_BYTES_S " + 16")
+    MCU_KR_TAP(u2, r " * " MCU_K3C3_ROW_BYTES_S " + 8") MCU_KR_TAP(u3, r " * " MCU_K3C3_ROW_BYTES_S " + 12")
 
-/* One output: K (r9 low, r10 high) + acc m (r11), the high word shifted by R - 1 (r12), saturated. */
-#define MCU_KR_RQ(acc)                                                                                    \
-    "smull lr, " acc ", " acc ", r11\n\t"                                                                 \
-    "adds lr, lr, r9\n\t"                                                                                 \
-    "adc " acc ", " acc ", r10\n\t"                                                                       \
-    "asr " acc ", " acc ", r12\n\t"                                                                       \
-    "ssat " acc ", #8, " acc "\n\t"
+/* One output of channel A (acc, m r9, C r10) or B (m r11, C lr): SMMLA and SSAT (mcu_packed_rq_scaled). */
+#define MCU_KR_RQ(acc, m, c)                                                                              \
+    "smmla " acc ", " acc ", " m ", " c "\n\t"                                                              \
+    "ssat " acc ", #8, " acc ", asr #" MCU_K3C3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
 /* Fours of pixels while col != col_stop: per four every channel pair (a pass), the outputs 4 cout on after
  * each four. The state is copied to the stack (col, col_stop, y, cout, y_end, pairs from sp on, each one load
- * away: r7 takes the weights) and the state pointer pushed below it. */
+ * away: r7 takes the weights, r12 the four's windows) and the state pointer pushed below it. */
 static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 {
     register mcu_k3c3_rows_state *s __asm__("r7") = st;
     __asm__ volatile(
         "ldmia r7, {r0, r1, r2, r3, r4, r5}\n\t"
         "push {r0, r1, r2, r3, r4, r5, r7}\n\t"
+        "mov r12, r0\n\t"
         "mov r7, r5\n\t"
         "1:\n\t"
-        "ldr r12, [sp]\n\t"
         MCU_KR_TAP0
-        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12") MCU_KR_TAP("4", "16")
-        MCU_KR_ROW("1", "5", "6", "7", "8", "9")
-        MCU_KR_ROW("2", "10", "11", "12", "13", "14")
-        "add r7, r7, #128\n\t"
-        "ldmia r7!, {r9, r10, r11, r12}\n\t"
-        MCU_KR_RQ("r0") MCU_KR_RQ("r2") MCU_KR_RQ("r4") MCU_KR_RQ("r6")
-        "ldmia r7!, {r9, r10, r11, r12}\n\t"
-        MCU_KR_RQ("r1") MCU_KR_RQ("r3") MCU_KR_RQ("r5") MCU_KR_RQ("r8")
-        "ldrd r9, r10, [sp, #8]\n\t"
-        "add r11, r9, r10\n\t"
+        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12")
+        MCU_KR_ROW("1", "4", "5", "6", "7")
+        MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")
+        MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
+        /* the constants by four pipelined loads (an LDM after the ADD of its base would wait a cycle) */
+        "ldr r9, [r7, #120]\n\t"
+        "ldr r10, [r7, #124]\n\t"
+        "ldr r11, [r7, #128]\n\t"
+        "ldr lr, [r7, #132]\n\t"
+        "add r7, r7, #136\n\t"
+        MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")
+        MCU_KR_RQ("r6", "r9", "r10")
+        MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
+        MCU_KR_RQ("r8", "r11", "lr")
+        /* y, cout and y_end by three pipelined loads; no store's address from the instruction before it */
+        "ldr r9, [sp, #8]\n\t"
+        "ldr r10, [sp, #12]\n\t"
+        "ldr r11, [sp, #16]\n\t"
         "strb r0, [r9]\n\t"
         "strb r1, [r9, #1]\n\t"
-        "add lr, r11, r10\n\t"
-        "strb r2, [r11]\n\t"
-        "strb r3, [r11, #1]\n\t"
-        "add r11, lr, r10\n\t"
+        "add lr, r9, r10\n\t"
+        "add r9, r9, #2\n\t"
+        "strb r2, [lr]\n\t"
+        "strb r3, [lr, #1]\n\t"
+        "add lr, lr, r10\n\t"
+        "str r9, [sp, #8]\n\t"
         "strb r4, [lr]\n\t"
         "strb r5, [lr, #1]\n\t"
-        "strb r6, [r11]\n\t"
-        "strb r8, [r11, #1]\n\t"
-        "add r9, r9, #2\n\t"
-        "ldr r11, [sp, #16]\n\t"
-        "str r9, [sp, #8]\n\t"
+        "add lr, lr, r10\n\t"
         "cmp r9, r11\n\t"
+        "strb r6, [lr]\n\t"
+        "strb r8, [lr, #1]\n\t"
         "bne 1b\n\t"
         /* the four done: the next one's outputs from y_end + 3 cout, its windows 48 bytes on */
         "add r9, r9, r10, lsl #1\n\t"
@@ -236,11 +292,10 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         "add r11, r9, r10\n\t"
         "str r9, [sp, #8]\n\t"
         "str r11, [sp, #16]\n\t"
-        "ldrd r0, r1, [sp]\n\t"
+        "ldr r1, [sp, #4]\n\t"
         "ldr r7, [sp, #20]\n\t"
-        "add r0, r0, #48\n\t"
-        "str r0, [sp]\n\t"
-        "cmp r0, r1\n\t"
+        "add r12, r12, #48\n\t"
+        "cmp r12, r1\n\t"
         "bne 1b\n\t"
         "add sp, sp, #24\n\t"
         "pop {r7}\n\t"
@@ -252,20 +307,24 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 #undef MCU_KR_TAP0
 #undef MCU_KR_ROW
 #undef MCU_KR_RQ
+#undef MCU_K3C3_STR
+#undef MCU_K3C3_STR2
 #else
 /* The passes in C, with the same state and steps. */
 static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 {
     while (st->col != st->col_stop) {
-        for (const int32_t *pair = st->pairs; st->y != st->y_end; st->y += 2, pair += MCU_K3C3_PAIR_WORDS) {
+        for (const int32_t *pair = st->pairs; st->y != st->y_end; st->y += 2, pair += MCU_PACKED_ROWS_PAIR_WORDS) {
             for (int32_t px = 0; px < 4; ++px) {
                 for (int32_t ch = 0; ch < 2; ++ch) {
                     uint32_t acc = (uint32_t)pair[ch];
                     for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
-                        const int16_t *c = st->col + (u / 5) * MCU_K3C3_ROW_TAPS + 2 * (u % 5) + 6 * px;
+                        const int16_t *c =
+                            st->col + mcu_k3c3_word_slot(u) * MCU_K3C3_ROW_TAPS + mcu_k3c3_word_at(u) + 6 * px;
                         acc = mcu_smlad(mcu_load_u32(c), (uint32_t)pair[2 + 2 * u + ch], acc);
                     }
-                    st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc), pair + 32 + 4 * ch);
+                    const int32_t *rq = pair + 2 + 2 * MCU_K3C3_WORDS + 2 * ch; /* m, C */
+                    st->y[px * st->cout + ch] = (int8_t)mcu_packed_rq_scaled(mcu_u32_to_s32(acc), rq[0], rq[1]);
                 }
             }
         }
@@ -276,42 +335,73 @@ static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 }
 #endif
 
-/* The layer (mcu_k3c3_rows_applies, pixels forward), `blocks` after the stream's header: each row of outputs
- * from its three row slots, by fours, a last partial four into a spare and copied. The slots, the repacked
- * weights and the spare take buf (MCU_K3C3_BUF_TAPS int16, 8-byte aligned: the kernel's column buffer, whose frame is
- * there anyway). */
-static __attribute__((noinline)) void mcu_k3c3_rows_layer(const mcu_conv2d_s8_params *p, const int8_t *input,
-                                                          const int32_t *blocks, int8_t *output, int16_t *buf)
+/* The lone taps' slot (slot 3) of `windows` windows: window ow's tap 8 of slots 0 and 1 as one word at 6 ow. */
+static inline void mcu_k3c3_lone(int16_t *slots, int32_t windows)
+{
+    const int16_t *a = slots + 8, *b = slots + MCU_K3C3_ROW_TAPS + 8;
+    int16_t *lone = slots + 3 * MCU_K3C3_ROW_TAPS;
+    for (int32_t i = 0; i < 6 * windows; i += 24) { /* whole fours: four windows a pass, written out (no inner loop) */
+        mcu_store_u32(lone + i, (uint32_t)(uint16_t)a[i] | ((uint32_t)(uint16_t)b[i] << 16));
+        mcu_store_u32(lone + i + 6, (uint32_t)(uint16_t)a[i + 6] | ((uint32_t)(uint16_t)b[i + 6] << 16));
+        mcu_store_u32(lone + i + 12, (uint32_t)(uint16_t)a[i + 12] | ((uint32_t)(uint16_t)b[i + 12] << 16));
+        mcu_store_u32(lone + i + 18, (uint32_t)(uint16_t)a[i + 18] | ((uint32_t)(uint16_t)b[i + 18] << 16));
+    }
+}
+
+/* The layer (mcu_k3c3_rows_applies, pixels forward), `blocks` after the stream's header, `section` its rows
+ * section (MCU_PACKED_FLAG_ROWS) or NULL: each row of outputs from its three row slots and their lone taps' slot,
+ * by fours, a last partial four into a spare and copied. The slots, the spare and the pairs repacked from a stream
+ * without the section take buf (MCU_K3C3_BUF_TAPS int16, MCU_K3C3_REPACK_TAPS without the section, 8-byte aligned:
+ * the kernel's column buffer, whose frame is there anyway). 0 (nothing written) where the repacked layout would not
+ * be exact. */
+static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_params *p, const int8_t *input,
+                                                         const int32_t *blocks, const int32_t *section,
+                                                         int8_t *output, int16_t *buf)
 {
     int16_t *slots = buf;
-    int32_t *pairs = (int32_t *)(void *)(buf + 3 * MCU_K3C3_ROW_TAPS);
-    int8_t *spare = (int8_t *)(void *)(pairs + MCU_K3C3_COUT_MAX / 2 * MCU_K3C3_PAIR_WORDS);
+    int8_t *spare = (int8_t *)(void *)(buf + 4 * MCU_K3C3_ROW_TAPS);
     const mcu_shape4 in = p->input, out = p->output;
     const uint32_t off2 = mcu_offset_pair(p->input_offset);
     const int32_t lead = 3 * p->pad_left, n = 3 * in.w, row = 3 * in.w;
     const int32_t fours = out.w / 4, rest = out.w % 4;
-    mcu_k3c3_repack(blocks, out.c, pairs);
+    const int32_t *pairs = section;
+    if (pairs == NULL) {
+        int32_t *repacked = (int32_t *)(void *)(buf + MCU_K3C3_BUF_TAPS);
+        if (!mcu_k3c3_repack(blocks, p, repacked)) {
+            return 0;
+        }
+        pairs = repacked;
+    }
     memset(slots, 0, 3 * MCU_K3C3_ROW_TAPS * sizeof(int16_t)); /* the padding either side of each input row: zeros */
     mcu_k3c3_rows_state st;
     st.cout = out.c;
-    st.pairs = pairs;
+    /* The section's second half has the window rows reversed: an output row whose first input row is the previous
+     * one's last (stride 2 down) takes its slots in the other order, that row already in place. */
+    const int32_t *reversed = section != NULL ? pairs + out.c / 2 * MCU_PACKED_ROWS_PAIR_WORDS : NULL;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * row;
         int8_t *y = output + (int64_t)b * out.h * out.w * out.c;
-        int32_t last = INT32_MIN; /* the input row (or row of padding) slot 2 holds: none yet */
+        int32_t last = INT32_MIN; /* the input row (or row of padding) of the last window row: none yet */
+        int rev = 0;              /* the window rows in slots 2, 1, 0 (the reversed pairs) */
         for (int32_t oh = 0; oh < out.h; ++oh, y += out.w * out.c) {
             const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            const int shared = ih0 == last;
+            rev ^= shared && reversed != NULL;
             for (int32_t r = 0; r < 3; ++r) {
                 const int32_t ih = ih0 + r * p->dilation_h;
-                int16_t *slot = slots + r * MCU_K3C3_ROW_TAPS + lead;
-                if (r == 0 && ih == last) {
-                    memcpy(slot, slots + 2 * MCU_K3C3_ROW_TAPS + lead, (size_t)n * sizeof(int16_t));
+                int16_t *slot = slots + (rev ? 2 - r : r) * MCU_K3C3_ROW_TAPS + lead;
+                if (r == 0 && shared) {
+                    if (reversed == NULL) {
+                        memcpy(slot, slots + 2 * MCU_K3C3_ROW_TAPS + lead, (size_t)n * sizeof(int16_t));
+                    }
                 } else if (ih < 0 || ih >= in.h) {
                     memset(slot, 0, (size_t)n * sizeof(int16_t));
                 } else {
                     mcu_k3c3_widen(x_n + (int64_t)ih * row, n, p->input_offset, off2, slot);
                 }
             }
+            st.pairs = rev ? reversed : pairs;
+            mcu_k3c3_lone(slots, 4 * (fours + (rest > 0)));
             last = ih0 + 2 * p->dilation_h;
             st.col = slots;
             if (fours > 0) {
@@ -330,6 +420,7 @@ static __attribute__((noinline)) void mcu_k3c3_rows_layer(const mcu_conv2d_s8_pa
             }
         }
     }
+    return 1;
 }
 
 #endif /* MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS */

@@ -290,7 +290,7 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     const uint32_t flags = (uint32_t)stream[1];
     /* a build without scaled streams (MCU_PACKED_SCALED 0, specialise.py) refuses them */
     const uint32_t known = MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES | MCU_PACKED_FLAG_GROUP |
-                           (MCU_PACKED_SCALED ? MCU_PACKED_FLAG_SCALED : 0u);
+                           MCU_PACKED_FLAG_ROWS | (MCU_PACKED_SCALED ? MCU_PACKED_FLAG_SCALED : 0u);
     if (stream[0] != MCU_PACKED_MAGIC || (flags & ~(0xFF00u | known)) != 0 ||
         stream[2] != cout || stream[3] != kp || ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
         return 0;
@@ -363,6 +363,12 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
 #define MCU_PACKED_BUF_TAPS                                                                               \
     (MCU_PIXEL4_GROUP_TAPS > MCU_PACKED_BUF_TAPS2 ? MCU_PIXEL4_GROUP_TAPS : MCU_PACKED_BUF_TAPS2)
+/* The column buffer's array: at least the widened rows' slots where a layer takes them (the section's need) */
+#if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
+#define MCU_PACKED_COL_ARRAY (MCU_PACKED_BUF_TAPS > MCU_K3C3_BUF_TAPS ? MCU_PACKED_BUF_TAPS : MCU_K3C3_BUF_TAPS)
+#else
+#define MCU_PACKED_COL_ARRAY MCU_PACKED_BUF_TAPS
+#endif
 #define MCU_PW_GROUP_MAX 18 /* pairs sharing one read of the stream: a 6 x 6 image's */
 
 /* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
@@ -578,10 +584,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     };
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
-    _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
+    _Alignas(8) int16_t col[MCU_PACKED_COL_ARRAY]; /* + mcu_pixel_packed's state, or two pixels' columns */
     mcu_pixel_packed_start(col, kp);
 #elif MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
-    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_BUF_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_BUF_TAPS];
+    _Alignas(8) int16_t
+        col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_REPACK_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_REPACK_TAPS];
 #else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
 #endif
@@ -616,8 +623,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     if (mcu_narrow_applies(p, kp, right && !scaled, direction)) {
 #if MCU_PACKED_NARROW
 #if MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
-        if (mcu_k3c3_rows_applies(p, (int32_t)(sizeof col / sizeof col[0]))) { /* RGB at stride 2: widened rows */
-            mcu_k3c3_rows_layer(p, input, packed, output, col);
+        /* RGB at stride 2: widened rows, from the stream's rows section or its pairs repacked here (exact for the
+         * layer, else by threes); only such a layer of a right-shift, unscaled word stream reads a section */
+        const int32_t *section = (flags & MCU_PACKED_FLAG_ROWS) ? packed + (out.c / 4) * l.words : NULL;
+        if (mcu_k3c3_rows_applies(p, (int32_t)(sizeof col / sizeof col[0]), section != NULL) &&
+            mcu_k3c3_rows_layer(p, input, packed, section, output, col)) {
             return MCU_OK;
         }
 #endif
