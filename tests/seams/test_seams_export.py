@@ -246,6 +246,17 @@ ZEPHYR_SKIP = ("set ZEPHYR_BASE to a Zephyr tree (tested: 2.4.99, github.com/mks
                "cmake, ninja, dtc and qemu-system-arm, to build and run the sample on qemu_cortex_m3 and mps2_an521")
 
 
+def _put_back_dev_null() -> None:
+    """Zephyr 2.4's Kconfig step writes its configuration to os.devnull with kconfiglib's save-old rename: run as
+    root that moves the device to /dev/null.old and leaves a regular file in its place, which breaks every later
+    redirection on the machine (apt among them). Put the device back when that happened."""
+    import stat
+
+    dev, old = Path("/dev/null"), Path("/dev/null.old")
+    if old.exists() and stat.S_ISCHR(old.stat().st_mode) and not stat.S_ISCHR(dev.stat().st_mode):
+        os.replace(old, dev)
+
+
 ZEPHYR_QEMU_MACHINES = {"qemu_cortex_m3": ["-cpu", "cortex-m3", "-machine", "lm3s6965evb"],
                         "mps2_an521": ["-machine", "mps2-an521"]}
 
@@ -279,7 +290,10 @@ def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path, zep
     for cmd in (["cmake", "-G", "Ninja", "-S", str(out / "samples" / p), "-B", str(build), f"-DBOARD={zephyr_board}",
                  f"-DZEPHYR_MODULES={os.environ['ZEPHYR_MODULES']}", f"-DPython3_EXECUTABLE={sys.executable}"],
                 ["ninja", "-C", str(build)]):
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        finally:
+            _put_back_dev_null()
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     elf = build / "zephyr" / "zephyr.elf"
     for k, v in cm.library.defines.items():
