@@ -571,6 +571,19 @@ typedef struct {
  * K, and there are no registers for both copies; the multiplier and shift stay (the BIC works in the
  * accumulator, dead by then). */
 #define MCU_PIXEL2_SPARE 24 /* the state of mcu_pixel2_packed: 12 words */
+/* The state's words as the C side writes them (a chain's pairs, mcu_conv2d_packed_s8.c); in a chain the block
+ * order's two words hold the part's start in the stream and the next pair's state (0 after the last). */
+enum {
+    MCU_PX2_ST_SENTINEL = 0,
+    MCU_PX2_ST_COL = 1,
+    MCU_PX2_ST_Y = 3,
+    MCU_PX2_ST_Y_END = 4,
+    MCU_PX2_ST_MIN4 = 5,
+    MCU_PX2_ST_MAX4 = 6,
+    MCU_PX2_ST_DY = 9,
+    MCU_PX2_ST_ORDER = 10,
+    MCU_PX2_ST_NEXT = 11,
+};
 /* Tap pairs per pass: each pass ends with a compare and a taken branch (4 cycles). 16 on Armv8-M
  * Mainline (Cortex-M33: 912 bytes of loop, which the U575's 8 kB cache holds beside the weights' parts;
  * mobilenet_v1 -0.7 %, ds_cnn -0.7 %, resnet8 -0.6 % on mps2-an505-u575), 8 elsewhere (464 bytes: the

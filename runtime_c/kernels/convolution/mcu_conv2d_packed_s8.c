@@ -434,12 +434,12 @@ static void pw_chain_init(const layer_t *l, int16_t *col, int32_t pb, int32_t n)
     }
     for (int32_t g = 1; g < n; ++g) {
         uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * l->kp);
-        st[0] = 0x80008000u;
-        st[1] = (uint32_t)(uintptr_t)(col + g * pb);
-        st[5] = l->bounds[0];
-        st[6] = l->bounds[1];
-        st[9] = (uint32_t)l->cout;
-        st[11] = g + 1 < n ? (uint32_t)(uintptr_t)(col + (g + 1) * pb + 2 * l->kp) : 0u;
+        st[MCU_PX2_ST_SENTINEL] = 0x80008000u;
+        st[MCU_PX2_ST_COL] = (uint32_t)(uintptr_t)(col + g * pb);
+        st[MCU_PX2_ST_MIN4] = l->bounds[0];
+        st[MCU_PX2_ST_MAX4] = l->bounds[1];
+        st[MCU_PX2_ST_DY] = (uint32_t)l->cout;
+        st[MCU_PX2_ST_NEXT] = g + 1 < n ? (uint32_t)(uintptr_t)(col + (g + 1) * pb + 2 * l->kp) : 0u;
     }
 }
 
@@ -456,9 +456,9 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
         for (int32_t g = 1; g < n; ++g) {
             uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * kp);
             int8_t *yg = y0 + g * dy;
-            st[3] = (uint32_t)(uintptr_t)yg;
-            st[4] = (uint32_t)(uintptr_t)(yg + 4 * nb);
-            st[10] = (uint32_t)(uintptr_t)blob;
+            st[MCU_PX2_ST_Y] = (uint32_t)(uintptr_t)yg;
+            st[MCU_PX2_ST_Y_END] = (uint32_t)(uintptr_t)(yg + 4 * nb);
+            st[MCU_PX2_ST_ORDER] = (uint32_t)(uintptr_t)blob;
         }
         /* the first pair's state takes the part's start and the next pair's state from the order's words */
         const mcu_block_order chain = {(int32_t)(uintptr_t)blob, (int32_t)(uintptr_t)(col + pb + 2 * kp)};
