@@ -206,9 +206,9 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
         return 0;
     }
-    /* the scaled form only where it can pay: a ReLU range (output_offset -128; mcu_dwpl_layer checks the rest) and
-     * lines longer than three (a 3 x 3 image's group costs about 80 instructions more to scale, its line saves 4) */
-    const int ok = output_offset == -128 && len > 6 ? mcu_dwpl_quant_ok_scaled(q, bias, ch, output_offset)
+    /* the scaled form's bounds only where mcu_dwpl_layer takes it: a ReLU range (output_offset -128; the layer
+     * checks the rest) on lines of sixes (MCU_DWPL_KIND 12 and 13) */
+    const int ok = output_offset == -128 && len > 6 && len % 6 <= 3 ? mcu_dwpl_quant_ok_scaled(q, bias, ch, output_offset)
                                                     : mcu_dwpl_quant_ok(q, bias, ch, output_offset);
     if (!ok) {
         return 0;
@@ -1173,7 +1173,7 @@ static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes,
 #undef MCU_DWPL_RQ6
 #undef MCU_DWPL_RQS
 /* The loops of mcu_dwpl_channel for MCU_DWPL_SCALED: SMMLA with C, no R, SSAT with ASR #14
- * (mcu_dwpl_rq_scaled); the kinds without the quads (mcu_dwpl_layer takes the scaled form for them only). */
+ * (mcu_dwpl_rq_scaled); the lines of sixes (kinds 12 and 13: mcu_dwpl_layer takes the scaled form for them only). */
 #undef MCU_DWPL_LD_R
 #undef MCU_DWPL_SAT8
 #define MCU_DWPL_LD_R(r) ""
@@ -1187,17 +1187,10 @@ static inline void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_byte
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (kind == 6) {
-        __asm__ volatile(MCU_DWPL_CHANNEL6
-                         : "+r"(r0), "+r"(r1)
-                         : "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    } else if (kind == 12) {
+    if (kind == 12) {
         MCU_DWPL_RUN(MCU_DWPL_SIXES MCU_DWPL_LINE_END("r1"));
-    } else if (kind == 13) {
-        MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);
     } else {
-        MCU_DWPL_RUN(MCU_DWPL_CHANNEL3(""));
+        MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);
     }
 }
 #undef MCU_DWPL_RQ
@@ -1314,18 +1307,20 @@ static inline void mcu_dwpl_zero(int16_t *p, int32_t words)
 
 /* The whole layer (mcu_dwpl_plan held): x (n images of h x w x ch) into y of the same shape, which
  * may be x itself. */
-/* Out of line (its planes are stack of its own), unused by the Helium builds. */
-static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h,
-                                                             int32_t w, int32_t ch, int32_t pad_top, int32_t pad_left,
-                                                             int32_t input_offset, int32_t output_offset,
-                                                             int32_t act_min, int32_t act_max,
-                                                             const mcu_per_channel_quant *q, const int8_t *x,
-                                                             const int8_t *weight, const int32_t *bias, int8_t *y)
+/* Out of line (its planes are stack of its own), unused by the Helium builds; scaled: the layer is
+ * MCU_DWPL_SCALED (a copy of its own, so that the other layers' code is that of the form without it). */
+static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dwpl_geom *g, int32_t n, int32_t h,
+                                                                    int32_t w, int32_t ch, int32_t pad_top,
+                                                                    int32_t pad_left, int32_t input_offset,
+                                                                    int32_t output_offset, int32_t act_min,
+                                                                    int32_t act_max, const mcu_per_channel_quant *q,
+                                                                    const int8_t *x, const int8_t *weight,
+                                                                    const int32_t *bias, int8_t *y, int scaled)
 {
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
     mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
-    const int finish = mcu_dwpl_finish(act_min, act_max, output_offset);
+    const int clamp = scaled ? MCU_DWPL_SCALED : mcu_dwpl_finish(act_min, act_max, output_offset);
     const size_t image = (size_t)h * (size_t)w * (size_t)ch;
     const size_t row = (size_t)w * (size_t)ch;
     const size_t line_step = g->transposed ? (size_t)ch : row; /* output bytes from a line to the next */
@@ -1337,10 +1332,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
-    const int kind = MCU_DWPL_KIND(g->len, finish);
-    /* MCU_DWPL_SCALED for the lines of sixes (on the 6 x 6 images the group's scaling took back the saving, and
-     * the code's second copy cost more in the U575's ICACHE: about 1 k estimated cycles more a layer) */
-    const int clamp = g->scaled && finish == MCU_DWPL_RELU && kind >= 12 ? MCU_DWPL_SCALED : finish;
+    const int kind = MCU_DWPL_KIND(g->len, scaled ? MCU_DWPL_RELU : clamp);
     /* the plane on from where a line's steps leave the position: after its pairs (quads or sixes and their
      * tail), at its start for three and six */
     const int32_t skip = (g->cols - (kind == 0 || kind >= 12 ? pairs : 0)) * 2;
@@ -1401,6 +1393,36 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
             }
         }
     }
+}
+
+static __attribute__((noinline, unused)) void mcu_dwpl_layer_scaled(const mcu_dwpl_geom *g, int32_t n, int32_t h,
+                                                                    int32_t w, int32_t ch, int32_t pad_top,
+                                                                    int32_t pad_left, int32_t input_offset,
+                                                                    int32_t output_offset, const mcu_per_channel_quant *q,
+                                                                    const int8_t *x, const int8_t *weight,
+                                                                    const int32_t *bias, int8_t *y)
+{
+    mcu_dwpl_layer_as(g, n, h, w, ch, pad_top, pad_left, input_offset, output_offset, -128, 127, q, x, weight, bias, y,
+                      1);
+}
+
+/* The layer: MCU_DWPL_SCALED for the lines of sixes where its bounds hold (on the 6 x 6 images the group's scaling
+ * took back the saving, and the second copy of the code cost more in the U575's ICACHE: about 1 k estimated cycles
+ * more a layer; on the 3 x 3 images a group's scaling costs more than the lines save). */
+static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w,
+                                                             int32_t ch, int32_t pad_top, int32_t pad_left,
+                                                             int32_t input_offset, int32_t output_offset,
+                                                             int32_t act_min, int32_t act_max,
+                                                             const mcu_per_channel_quant *q, const int8_t *x,
+                                                             const int8_t *weight, const int32_t *bias, int8_t *y)
+{
+    const int finish = mcu_dwpl_finish(act_min, act_max, output_offset);
+    if (g->scaled && finish == MCU_DWPL_RELU && MCU_DWPL_KIND(g->len, finish) >= 12) {
+        mcu_dwpl_layer_scaled(g, n, h, w, ch, pad_top, pad_left, input_offset, output_offset, q, x, weight, bias, y);
+        return;
+    }
+    mcu_dwpl_layer_as(g, n, h, w, ch, pad_top, pad_left, input_offset, output_offset, act_min, act_max, q, x, weight,
+                      bias, y, 0);
 }
 
 /* Whether the plane path serves a band of output rows of a 3x3 stride-1 layer apart from its full
