@@ -519,7 +519,7 @@ def test_depthwise_s8_planes_scaled_requantization(emulated, hw, c, in_zp, shift
         sh = np.clip(sh, -13, -7)
     window = 9 * 255 * 128
     room = 2 ** (31 - (15 + sh.astype(np.int64))) - 1 - window  # the largest |bias| of the scaled form
-    b = {"in": room, "past": room + 1, "small": rng.integers(-3000, 3000, c)}[edge].astype(np.int64)
+    b = {"in": room, "past": room + 1}.get(edge, rng.integers(-3000, 3000, c)).astype(np.int64)
     b = np.where(rng.random(c) < 0.5, -b, b).astype(np.int32)
     m = rng.choice(np.array([0, 1, 2**30, 2**30 + 1, 2**31 - 1], dtype=np.int64), size=c).astype(np.int32)
     if edge == "ties":  # every sum the bias: at the requantization's ties and either side
