@@ -852,15 +852,17 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r10, [r12, #8]\n\t"                                                                  \
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
-/* The same for lines of three pixels, which have no quads' end to step on. */
+/* The same for lines of three pixels (stride 1), whose plane line is always MCU_DWPL_COLS(3) int16 (the skip of a
+ * line that leaves the position at its start) and whose end is the position after the last line (t->end, set so
+ * by mcu_dwpl_layer): no count of lines in memory and no load of the skip (2 instructions a line). */
+#define MCU_DWPL_LINE3_S "12"
+_Static_assert(MCU_DWPL_COLS(3) * 2 == 12, "MCU_DWPL_LINE3_S: the bytes of a plane line of three pixels");
 #define MCU_DWPL_LINE_END_Y3                                                                  \
-    "ldr lr, [r12, #64]\n\t"                                                                  \
     "ldr r11, [r12, #68]\n\t"                                                                 \
-    "ldr r2, [r12, #72]\n\t"                                                                  \
-    "add r0, r0, lr\n\t"                                                                      \
+    "ldr r2, [r12, #8]\n\t"                                                                   \
+    "add r0, r0, #" MCU_DWPL_LINE3_S "\n\t"                                                   \
     "add r7, r7, r11\n\t"                                                                     \
-    "subs r2, r2, #1\n\t"                                                                     \
-    "str r2, [r12, #72]\n\t"                                                                  \
+    "cmp r0, r2\n\t"                                                                          \
     "bne 1b\n\t"
 /* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
  * the plane position on by adv among the last line's MACs. */
@@ -994,7 +996,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r5, r5, r4, lsl #1\n\t"                                                              \
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
-    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
+    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6S
 /* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 108 cycles a step
  * against 114 for a quad and a half on the M4/M33 model; mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8,
  * 24 x 24 x 32 and 12 x 12 x 64 layers 430,481 / 436,629 / 231,580 -> 408,901 / 412,157 / 216,072
@@ -1110,6 +1112,16 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
 #define MCU_DWPL_LINE_END3 "ldr r3, [r12]\n\t" MCU_DWPL_LINE_END6
+/* The stride-1 lines of six: the skip a whole plane line (MCU_DWPL_LINE6_S), the end the position after the last
+ * line (t->end, as MCU_DWPL_LINE_END_Y3). */
+#define MCU_DWPL_LINE_END6S                                                                   \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #8]\n\t"                                                                   \
+    "add r0, r0, #" MCU_DWPL_LINE6_S "\n\t"                                                   \
+    "add r3, r3, r11\n\t"                                                                     \
+    "str r3, [r12]\n\t"                                                                       \
+    "cmp r0, r2\n\t"                                                                          \
+    "bne 1b\n\t"
 
 /* One of the channel loops above (or the stride-2 ones below) with pos, the plane line's bytes and the
  * constants in r0, r1 and r12 (register variables of the caller). */
@@ -1383,10 +1395,12 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
                     mcu_dwpl_fill(&fill, planes + p * g->cols, xb + c, j, count);
                     p += count - 1;
                 }
+                /* one-step lines (three, six): the position after the band's last line */
+                const int32_t ends = scaled || (kind != 3 && kind != 6) ? steps : nb * g->cols;
                 for (int32_t k = 0; k < 4; ++k) {
                     const int16_t *plane = planes + k * g->plane;
                     t[k].y = yb + (size_t)l0 * line_step + c + k;
-                    t[k].end = plane + steps;
+                    t[k].end = plane + ends;
                     t[k].lines = nb;
                     mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
                 }
