@@ -208,8 +208,9 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     }
     /* the scaled form's bounds only where mcu_dwpl_layer takes it: a ReLU range (output_offset -128; the layer
      * checks the rest) on lines of sixes (MCU_DWPL_KIND 12 and 13) */
-    const int ok = output_offset == -128 && len > 6 && len % 6 <= 3 ? mcu_dwpl_quant_ok_scaled(q, bias, ch, output_offset)
-                                                    : mcu_dwpl_quant_ok(q, bias, ch, output_offset);
+    const int sixes = output_offset == -128 && len > 6 && len % 6 <= 3;
+    const int ok = sixes ? mcu_dwpl_quant_ok_scaled(q, bias, ch, output_offset)
+                         : mcu_dwpl_quant_ok(q, bias, ch, output_offset);
     if (!ok) {
         return 0;
     }
@@ -587,11 +588,10 @@ static inline __attribute__((always_inline)) void mcu_dwpl_ch_lanes(mcu_dwpl_ch 
  * lines: about a third of the instructions of a channel's bytes one by one, for the 3 x 3 and 6 x 6
  * images where a channel's set-up weighs against its few pixels. Then the requantization (shift in
  * [-24, -1]) and the bias. */
-static inline __attribute__((always_inline)) void mcu_dwpl_group_init_as(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch,
-                                                                          int32_t across, int32_t along, int s2,
-                                                                          const int32_t *multiplier, const int32_t *shift,
-                                                                          const int32_t *bias, int32_t output_offset,
-                                                                          int scaled)
+static inline __attribute__((always_inline)) void
+mcu_dwpl_group_init_as(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along, int s2,
+                       const int32_t *multiplier, const int32_t *shift, const int32_t *bias, int32_t output_offset,
+                       int scaled)
 {
     const size_t a = (size_t)across * (size_t)ch, b = (size_t)along * (size_t)ch;
     const uint32_t v0 = mcu_load_u32(w), v1 = mcu_load_u32(w + b), v2 = mcu_load_u32(w + 2 * b);
@@ -1250,7 +1250,8 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 {
     const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (int32_t k = 0; k < n; ++k, t->y += t->step) {
-        int32_t v = clamp == MCU_DWPL_SCALED ? mcu_dwpl_rq_scaled(t, s[k]) : mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
+        int32_t v = clamp == MCU_DWPL_SCALED ? mcu_dwpl_rq_scaled(t, s[k])
+                                             : mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
         if (clamp == MCU_DWPL_CLAMP) {
             v = v < lo ? lo : v > hi ? hi : v;
         }
@@ -1409,12 +1410,10 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
     }
 }
 
-static __attribute__((noinline, unused)) void mcu_dwpl_layer_scaled(const mcu_dwpl_geom *g, int32_t n, int32_t h,
-                                                                    int32_t w, int32_t ch, int32_t pad_top,
-                                                                    int32_t pad_left, int32_t input_offset,
-                                                                    int32_t output_offset, const mcu_per_channel_quant *q,
-                                                                    const int8_t *x, const int8_t *weight,
-                                                                    const int32_t *bias, int8_t *y)
+static __attribute__((noinline, unused)) void
+mcu_dwpl_layer_scaled(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, int32_t ch, int32_t pad_top,
+                      int32_t pad_left, int32_t input_offset, int32_t output_offset, const mcu_per_channel_quant *q,
+                      const int8_t *x, const int8_t *weight, const int32_t *bias, int8_t *y)
 {
     mcu_dwpl_layer_as(g, n, h, w, ch, pad_top, pad_left, input_offset, output_offset, -128, 127, q, x, weight, bias, y,
                       1);
