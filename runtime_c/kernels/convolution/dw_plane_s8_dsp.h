@@ -82,8 +82,8 @@ enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED };
  * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_scaled), so that every
  * channel's requantization is SMMLA and SSAT with one shift, MCU_DWPL_SCALE - 1, in the SSAT (the pointwise
  * pairs' scaled streams, docs/cycles.md): per output an ASR fewer, per step the load of R. In-place layers of
- * the one-step and six-pixel lines (MCU_DWPL_KIND 3, 6, 12, 13) take it where mcu_dwpl_quant_ok's scaled
- * bounds hold for every channel. */
+ * lines of sixes (MCU_DWPL_KIND 12 and 13) take it where mcu_dwpl_quant_ok_scaled's bounds hold for every
+ * channel (mcu_dwpl_layer). */
 #define MCU_DWPL_SCALE 15
 
 static inline int mcu_dwpl_finish(int32_t act_min, int32_t act_max, int32_t output_offset)
@@ -124,7 +124,7 @@ typedef struct {
     int32_t cols;       /* int16 per plane line: an even count >= len + 3 */
     int32_t band;       /* output lines per band */
     int32_t plane;      /* int16 per plane: (band + 2) x cols */
-    int scaled;         /* every channel within the scaled requantization's bounds (mcu_dwpl_quant_ok's 2) */
+    int scaled;         /* every channel within the scaled requantization's bounds (mcu_dwpl_quant_ok_scaled) */
 } mcu_dwpl_geom;
 
 /* Largest |sum of a 3x3 window's products|: |x + input_offset| <= 255, |w| <= 128. */
@@ -134,7 +134,8 @@ typedef struct {
  * with A = |bias| + MCU_DWPL_WINDOW_MAX bounding |acc| (no wrap: acc is the exact sum), 2 A < 2^31
  * (the doubled accumulator) and A + |C| + 1 < 2^31 (C = 2^(R-1) + output_offset 2^R: the high word
  * of mcu_dwpl_rq never wraps). The multiplier is checked too (non-negative, mcu_quant_valid's other
- * half): a layer the planes take needs no second pass over its channels to validate them. Out of line:
+ * half): a layer the planes take needs no second pass over its channels to validate them. scaled: the
+ * scaled form's bounds in the same pass (3 where they hold). Called out of line (the two functions below):
  * inlined into the kernels' dispatch, GCC kept the bias pointer on the stack and reloaded it per channel. */
 static inline __attribute__((always_inline)) int mcu_dwpl_quant_as(const mcu_per_channel_quant *q, const int32_t *bias,
                                                                    int32_t ch, int32_t output_offset, int scaled)
@@ -502,11 +503,12 @@ static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32
 typedef struct {
     int8_t *y;          /* the next output pixel */
     int32_t step;       /* bytes between a line's output pixels */
-    const int16_t *end; /* the plane position after the current line's last quad (stride 1) or pair of pixels */
+    const int16_t *end; /* the plane position after the current line's last quad or six (stride 1) or pair of
+                         * pixels; after the band's last line for the one-step lines (three, six) */
     uint32_t w[6];      /* kernel line i: 2 (w_i0, w_i1) and 2 (w_i1, w_i2) in the plane's orientation */
-    uint32_t bias;      /* 2 bias */
+    uint32_t bias;      /* 2 bias (MCU_DWPL_SCALED: 2^e bias) */
     int32_t m;          /* the multiplier */
-    int32_t c;          /* 2^(R-1) + output_offset 2^R */
+    int32_t c;          /* 2^(R-1) + output_offset 2^R (MCU_DWPL_SCALED: mcu_dwpl_rq_scaled's) */
     int32_t sh;         /* R */
     uint32_t min4, max4; /* the activation bounds in four bytes each */
     int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
