@@ -104,6 +104,7 @@ CASES = [
     (12, 9, 24, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),
     (8, 18, 5, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),
     (8, 20, 48, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (8, 25, 7, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),  # scaled lines of sixes along columns, a pixel after
     (4, 6, 30, 3, 3, 1, 2, 0, "inplace", (-128, 127), "fast"),
     (8, 5, 18, 3, 3, 1, 0, 2, "inplace", "relu", "fast"),
     # small stride-2 images straight from the channels (convolution/dw_direct_s8_dsp.h, which takes the

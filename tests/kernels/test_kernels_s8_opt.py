@@ -498,6 +498,44 @@ def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data,
     base.assert_equal(out, expected)
 
 
+@settings(max_examples=40, deadline=None)
+@given(hw=st.sampled_from([(5, 12), (4, 13), (14, 5), (3, 15), (7, 18), (19, 2)]), c=st.sampled_from([4, 8]),
+       in_zp=base.zero_points, shifts=st.lists(st.integers(-14, -6), min_size=8, max_size=8),
+       edge=st.sampled_from(["in", "past", "small", "ties"]), data=base.data_modes, seed=st.integers(0, 2**32 - 1))
+def test_depthwise_s8_planes_scaled_requantization(emulated, hw, c, in_zp, shifts, edge, data, seed):
+    """The lines of sixes of a ReLU layer with every shift in [-13, -7] take the weights and bias times 2^e,
+    e = 15 + shift, and one SMMLA and SSAT's shift (MCU_DWPL_SCALED): lines of whole sixes and of sixes and a
+    pair, a pixel or both, along rows and (taller images) columns; shifts at both ends of that range and one
+    past either (the layer keeps the doubled form); biases at the largest magnitude 2^e (|bias| + 9 x 255 x 128)
+    < 2^31 allows and one past it (the doubled form again); extreme data; multipliers 0, 1, 2^30 and 2^31 - 1;
+    sums at the ties of both roundings (zero weights, biases j 2^(R+1) + 2^R + {-1, 0, 1}, multiplier 2^30:
+    fails with either rounding term of C dropped); against the reference."""
+    h, w = hw
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (1, h, w, c), data)
+    wt = rng.choice(np.array([-128, -1, 0, 1, 127], dtype=np.int8), size=(3, 3, c))
+    sh = np.array(shifts[:c], dtype=np.int32)
+    if rng.random() < 0.7:  # most layers inside the scaled range
+        sh = np.clip(sh, -13, -7)
+    window = 9 * 255 * 128
+    room = 2 ** (31 - (15 + sh.astype(np.int64))) - 1 - window  # the largest |bias| of the scaled form
+    b = {"in": room, "past": room + 1}.get(edge, rng.integers(-3000, 3000, c)).astype(np.int64)
+    b = np.where(rng.random(c) < 0.5, -b, b).astype(np.int32)
+    m = rng.choice(np.array([0, 1, 2**30, 2**30 + 1, 2**31 - 1], dtype=np.int64), size=c).astype(np.int32)
+    if edge == "ties":  # every sum the bias: at the requantization's ties and either side
+        wt[:] = 0
+        r = -sh.astype(np.int64)
+        b = (rng.integers(0, 250, c) * 2 ** (r + 1) + 2**r + rng.integers(-1, 2, c)).astype(np.int32)
+        m[:] = 2**30
+    params = dict(input=x.shape, output=x.shape, ch_mult=1, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1,
+                  pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=-128,
+                  act_min=-128, act_max=127)
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    status, out = _depthwise_inplace(emulated, x, wt, b, cb.Quant(m, sh, c), params)
+    assert status == MCU_OK
+    base.assert_equal(out, expected)
+
+
 @st.composite
 def dw_direct_cases(draw):
     """Small 3x3 stride-2 images for the direct path (convolution/dw_direct_s8_dsp.h): at most 36 outputs,

@@ -77,7 +77,14 @@
  * most C, so the output at most floor(C / 2^R) = output_offset = -128, as is the exact one: SSAT makes
  * both -128. mobilenet_v1 on mps2-an505-u575: its thirteen depthwise layers about 90 k fewer estimated
  * cycles. */
-enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU };
+enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED };
+/* MCU_DWPL_SCALED: a RELU layer whose channels' accumulators are scaled by 2^e, e = MCU_DWPL_SCALE - R (R the
+ * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_scaled), so that every
+ * channel's requantization is SMMLA and SSAT with one shift, MCU_DWPL_SCALE - 1, in the SSAT (the pointwise
+ * pairs' scaled streams, docs/cycles.md): per output an ASR fewer, per step the load of R. In-place layers of
+ * lines of sixes (MCU_DWPL_KIND 12 and 13) take it where mcu_dwpl_quant_ok_scaled's bounds hold for every
+ * channel (mcu_dwpl_layer). */
+#define MCU_DWPL_SCALE 15
 
 static inline int mcu_dwpl_finish(int32_t act_min, int32_t act_max, int32_t output_offset)
 {
@@ -117,6 +124,7 @@ typedef struct {
     int32_t cols;       /* int16 per plane line: an even count >= len + 3 */
     int32_t band;       /* output lines per band */
     int32_t plane;      /* int16 per plane: (band + 2) x cols */
+    int scaled;         /* every channel within the scaled requantization's bounds (mcu_dwpl_quant_ok_scaled) */
 } mcu_dwpl_geom;
 
 /* Largest |sum of a 3x3 window's products|: |x + input_offset| <= 255, |w| <= 128. */
@@ -126,10 +134,11 @@ typedef struct {
  * with A = |bias| + MCU_DWPL_WINDOW_MAX bounding |acc| (no wrap: acc is the exact sum), 2 A < 2^31
  * (the doubled accumulator) and A + |C| + 1 < 2^31 (C = 2^(R-1) + output_offset 2^R: the high word
  * of mcu_dwpl_rq never wraps). The multiplier is checked too (non-negative, mcu_quant_valid's other
- * half): a layer the planes take needs no second pass over its channels to validate them. Out of line:
+ * half): a layer the planes take needs no second pass over its channels to validate them. scaled: the
+ * scaled form's bounds in the same pass (3 where they hold). Called out of line (the two functions below):
  * inlined into the kernels' dispatch, GCC kept the bias pointer on the stack and reloaded it per channel. */
-static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias,
-                                                             int32_t ch, int32_t output_offset)
+static inline __attribute__((always_inline)) int mcu_dwpl_quant_as(const mcu_per_channel_quant *q, const int32_t *bias,
+                                                                   int32_t ch, int32_t output_offset, int scaled)
 {
     /* In 32-bit arithmetic (it runs per channel before every plane layer): with output_offset an int8
      * offset (the kernels' requirement, checked here too), |C| = |2 output_offset + 1| 2^(R-1) <= 255 2^23,
@@ -148,15 +157,38 @@ static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_cha
     const int32_t no_bias = 0;
     const int32_t *b = bias != NULL ? bias : &no_bias;
     const int32_t b_step = bias != NULL ? 1 : 0;
-    uint32_t bad = 0;
+    uint32_t bad = 0, sbad = 0;
     for (int32_t c = 0; c < ch; ++c, b += b_step) {
         const uint32_t v = (uint32_t)shift[c] + 24u;
         const uint32_t sign = (uint32_t)(*b >> 31);
         const uint32_t a = (((uint32_t)*b ^ sign) - sign) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
         const uint32_t hi = a + (k << (~(uint32_t)shift[c] & 31u)) + 1u;
         bad |= ((v | (23u - v) | (uint32_t)multiplier[c] | hi) >> 31) | (a >> 30);
+        if (!scaled) {
+            continue;
+        }
+        /* the scaled form (MCU_DWPL_SCALED): R in [7, 13] (e = 15 - R in [2, 8]: the weights times 2^e stay
+         * int16, the rounding term 2^(e-2) an integer) and 2^e a < 2^31, a >> (31 - e) == 0 with
+         * 31 - e = 16 + shift's negation; a bad shift is flagged by the range test, whatever the other's amount */
+        const uint32_t u = (uint32_t)shift[c] + 13u;
+        sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[c]) & 31u));
     }
-    return bad == 0;
+    /* 1: the planes' requantization; 3: the scaled one's too (asked for) */
+    return bad != 0 ? 0 : sbad != 0 || !scaled ? 1 : 3;
+}
+
+static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias,
+                                                             int32_t ch, int32_t output_offset)
+{
+    return mcu_dwpl_quant_as(q, bias, ch, output_offset, 0);
+}
+
+/* The same, 3 where the scaled form's bounds hold too (MCU_DWPL_SCALED): about 6 instructions a channel more. */
+static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok_scaled(const mcu_per_channel_quant *q,
+                                                                    const int32_t *bias, int32_t ch,
+                                                                    int32_t output_offset)
+{
+    return mcu_dwpl_quant_as(q, bias, ch, output_offset, 1);
 }
 
 /* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
@@ -175,9 +207,15 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
         return 0;
     }
-    if (!mcu_dwpl_quant_ok(q, bias, ch, output_offset)) {
+    /* the scaled form's bounds only where mcu_dwpl_layer takes it: a ReLU range (output_offset -128; the layer
+     * checks the rest) on lines of sixes (MCU_DWPL_KIND 12 and 13) */
+    const int sixes = output_offset == -128 && len > 6 && len % 6 <= 3;
+    const int ok = sixes ? mcu_dwpl_quant_ok_scaled(q, bias, ch, output_offset)
+                         : mcu_dwpl_quant_ok(q, bias, ch, output_offset);
+    if (!ok) {
         return 0;
     }
+    g->scaled = ok >> 1;
     g->transposed = transposed;
     g->lines = lines;
     g->len = len;
@@ -465,11 +503,12 @@ static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32
 typedef struct {
     int8_t *y;          /* the next output pixel */
     int32_t step;       /* bytes between a line's output pixels */
-    const int16_t *end; /* the plane position after the current line's last quad (stride 1) or pair of pixels */
+    const int16_t *end; /* the plane position after the current line's last quad or six (stride 1) or pair of
+                         * pixels; after the band's last line for the one-step lines (three, six) */
     uint32_t w[6];      /* kernel line i: 2 (w_i0, w_i1) and 2 (w_i1, w_i2) in the plane's orientation */
-    uint32_t bias;      /* 2 bias */
+    uint32_t bias;      /* 2 bias (MCU_DWPL_SCALED: 2^e bias) */
     int32_t m;          /* the multiplier */
-    int32_t c;          /* 2^(R-1) + output_offset 2^R */
+    int32_t c;          /* 2^(R-1) + output_offset 2^R (MCU_DWPL_SCALED: mcu_dwpl_rq_scaled's) */
     int32_t sh;         /* R */
     uint32_t min4, max4; /* the activation bounds in four bytes each */
     int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
@@ -494,6 +533,24 @@ static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s, int relu)
     const uint32_t hi = (uint32_t)t->c + (a < 0 && !relu ? 0xFFFFFFFFu : 0u) +
                         (uint32_t)mcu_asr64((int64_t)a * t->m + ((int64_t)1 << 31), 32);
     return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), t->sh), -128, 127);
+}
+
+/* The scaled requantization (MCU_DWPL_SCALED, s = 2^e acc, e = MCU_DWPL_SCALE - R): mcu_dwpl_rq's RELU form is
+ * floor((2 acc m + 2^31 + C0 2^32) / 2^(32+R)), C0 = (2 output_offset + 1) 2^(R-1); above and below times 2^(e-1)
+ * (e - 1 + R = 14) it is floor((s m + C 2^32) / 2^46) with C = 2^(e-2) + (2 output_offset + 1) 2^13: SMMLA's
+ * high word (the low word dropped, a floor) and SSAT's ASR #14, the same bits. */
+static inline int32_t mcu_dwpl_rq_scaled(const mcu_dwpl_ch *t, uint32_t s)
+{
+    const uint32_t hi = (uint32_t)t->c + (uint32_t)mcu_asr64((int64_t)mcu_u32_to_s32(s) * t->m, 32);
+    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), MCU_DWPL_SCALE - 1), -128, 127);
+}
+
+/* The lanes of v times those of f (their products fit int16: SMULBB, SMULTT, PKHBT). */
+static inline uint32_t mcu_dwpl_lanes_mul(uint32_t v, uint32_t f)
+{
+    const int32_t lo = (int32_t)(int16_t)(uint16_t)v * (int32_t)(int16_t)(uint16_t)f;
+    const int32_t hi = ((int32_t)v >> 16) * ((int32_t)f >> 16);
+    return mcu_dwpl_lows((uint32_t)lo, (uint32_t)hi);
 }
 
 /* Channel (0, 1) or (2, 3)'s lanes of two doubled words: (lo(a), lo(b)) or (hi(a), hi(b)). */
@@ -533,17 +590,23 @@ static inline __attribute__((always_inline)) void mcu_dwpl_ch_lanes(mcu_dwpl_ch 
  * lines: about a third of the instructions of a channel's bytes one by one, for the 3 x 3 and 6 x 6
  * images where a channel's set-up weighs against its few pixels. Then the requantization (shift in
  * [-24, -1]) and the bias. */
-static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
-                                       int s2, const int32_t *multiplier, const int32_t *shift, const int32_t *bias,
-                                       int32_t output_offset)
+static inline __attribute__((always_inline)) void
+mcu_dwpl_group_init_as(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along, int s2,
+                       const int32_t *multiplier, const int32_t *shift, const int32_t *bias, int32_t output_offset,
+                       int scaled)
 {
     const size_t a = (size_t)across * (size_t)ch, b = (size_t)along * (size_t)ch;
     const uint32_t v0 = mcu_load_u32(w), v1 = mcu_load_u32(w + b), v2 = mcu_load_u32(w + 2 * b);
     const uint32_t v3 = mcu_load_u32(w + a), v4 = mcu_load_u32(w + a + b), v5 = mcu_load_u32(w + a + 2 * b);
     const uint32_t v6 = mcu_load_u32(w + 2 * a), v7 = mcu_load_u32(w + 2 * a + b);
     const uint32_t v8 = mcu_load_u32(w + 2 * a + 2 * b);
-#define MCU_DWPL_EVEN(v) mcu_sxtab16(mcu_sxtb16(v), v)            /* channels 0 and 2, doubled */
-#define MCU_DWPL_ODD(v) mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v)   /* channels 1 and 3 */
+    /* scaled: channel k's lanes times 2^e_k, e_k = MCU_DWPL_SCALE - R_k (MCU_DWPL_SCALED), one SMULBB and one
+     * SMULTT a word (2 instructions more a tap word than the doubling) */
+    const uint32_t f02 = scaled ? (1u << (MCU_DWPL_SCALE + shift[0])) | (1u << (MCU_DWPL_SCALE + 16 + shift[2])) : 0u;
+    const uint32_t f13 = scaled ? (1u << (MCU_DWPL_SCALE + shift[1])) | (1u << (MCU_DWPL_SCALE + 16 + shift[3])) : 0u;
+#define MCU_DWPL_EVEN(v) (scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16(v), f02) : mcu_sxtab16(mcu_sxtb16(v), v)) /* 0, 2 */
+#define MCU_DWPL_ODD(v)                                                                                               \
+    (scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16_ror8(v), f13) : mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v)) /* 1, 3 */
     const uint32_t e0 = MCU_DWPL_EVEN(v0), e1 = MCU_DWPL_EVEN(v1), e2 = MCU_DWPL_EVEN(v2), e3 = MCU_DWPL_EVEN(v3),
                    e4 = MCU_DWPL_EVEN(v4), e5 = MCU_DWPL_EVEN(v5), e6 = MCU_DWPL_EVEN(v6), e7 = MCU_DWPL_EVEN(v7),
                    e8 = MCU_DWPL_EVEN(v8);
@@ -566,14 +629,32 @@ static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_
     const int32_t sh0 = shift[0], sh1 = shift[1], sh2 = shift[2], sh3 = shift[3];
     const uint32_t b0 = bias != NULL ? 2u * (uint32_t)bias[0] : 0u, b1 = bias != NULL ? 2u * (uint32_t)bias[1] : 0u;
     const uint32_t b2 = bias != NULL ? 2u * (uint32_t)bias[2] : 0u, b3 = bias != NULL ? 2u * (uint32_t)bias[3] : 0u;
-#define MCU_DWPL_RQ_INIT(k, bk, mk, sk)                                                       \
-    t[k].bias = (bk);                                                                         \
-    t[k].m = (mk);                                                                            \
-    t[k].c = mcu_u32_to_s32(k2 << (~(uint32_t)(sk) & 31u));                                   \
+    /* scaled: 2^e bias (the doubled one times 2^(e-1)) and C = 2^(e-2) + k2 2^(MCU_DWPL_SCALE - 2) (see
+     * mcu_dwpl_rq_scaled) */
+#define MCU_DWPL_RQ_INIT(k, bk, mk, sk)                                                                  \
+    t[k].bias = scaled ? (bk) << ((MCU_DWPL_SCALE - 1 + (sk)) & 31) : (bk);                           \
+    t[k].m = (mk);                                                                                       \
+    t[k].c = scaled ? mcu_u32_to_s32((1u << ((MCU_DWPL_SCALE - 2 + (sk)) & 31)) + (k2 << (MCU_DWPL_SCALE - 2))) \
+                    : mcu_u32_to_s32(k2 << (~(uint32_t)(sk) & 31u));                                     \
     t[k].sh = -(sk);
     MCU_DWPL_RQ_INIT(0, b0, m0, sh0) MCU_DWPL_RQ_INIT(1, b1, m1, sh1) MCU_DWPL_RQ_INIT(2, b2, m2, sh2)
     MCU_DWPL_RQ_INIT(3, b3, m3, sh3)
 #undef MCU_DWPL_RQ_INIT
+}
+
+static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
+                                       int s2, const int32_t *multiplier, const int32_t *shift, const int32_t *bias,
+                                       int32_t output_offset)
+{
+    mcu_dwpl_group_init_as(t, w, ch, across, along, s2, multiplier, shift, bias, output_offset, 0);
+}
+
+/* The same for a MCU_DWPL_SCALED layer (stride 1): weights and bias times 2^e, C of mcu_dwpl_rq_scaled. */
+static inline void mcu_dwpl_group_init_scaled(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across,
+                                              int32_t along, const int32_t *multiplier, const int32_t *shift,
+                                              const int32_t *bias, int32_t output_offset)
+{
+    mcu_dwpl_group_init_as(t, w, ch, across, along, 0, multiplier, shift, bias, output_offset, 1);
 }
 
 /* The fields of t[0 .. 3] fixed for a layer: the output step, the line's tail, the plane's skip from a
@@ -664,8 +745,11 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
  * the sign into C, SMMLAR, the shift; SSAT after all of them. */
 #define MCU_DWPL_RQ_CONSTS                                                                    \
     "ldr r2, [r12, #40]\n\t"                                                                  \
-    "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r6, [r12, #48]\n\t"
+    "ldr r3, [r12, #44]\n\t" MCU_DWPL_LD_R("r6")
+/* R into register r, and the int8 saturation of accumulator a: redefined for the scaled loops (one shift,
+ * in the SSAT; no R). */
+#define MCU_DWPL_LD_R(r) "ldr " r ", [r12, #48]\n\t"
+#define MCU_DWPL_SAT8(a) "ssat " a ", #8, " a "\n\t"
 #define MCU_DWPL_RQ_SIGNED(a, t)                                                              \
     "add " t ", r3, " a ", asr #31\n\t"                                                       \
     "smmlar " a ", " a ", r2, " t "\n\t"                                                      \
@@ -694,8 +778,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r4, [r12]\n\t"
 #define MCU_DWPL_OUT2(clamp2)                                                                 \
     MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5")                        \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    MCU_DWPL_SAT8("r8") MCU_DWPL_SAT8("r9") clamp2                                            \
     "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
     "strb r9, [r10, r11]\n\t"                                                                 \
@@ -703,7 +786,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r10, [r12]\n\t"
 #define MCU_DWPL_OUT1(clamp1)                                                                 \
     MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4")                                                \
-    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    MCU_DWPL_SAT8("r8") clamp1                                                                \
     "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
     "add r10, r10, r11\n\t"                                                                   \
@@ -771,15 +854,17 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r10, [r12, #8]\n\t"                                                                  \
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
-/* The same for lines of three pixels, which have no quads' end to step on. */
+/* The same for lines of three pixels (stride 1), whose plane line is always MCU_DWPL_COLS(3) int16 (the skip of a
+ * line that leaves the position at its start) and whose end is the position after the last line (t->end, set so
+ * by mcu_dwpl_layer): no count of lines in memory and no load of the skip (2 instructions a line). */
+#define MCU_DWPL_LINE3_S "12"
+_Static_assert(MCU_DWPL_COLS(3) * 2 == 12, "MCU_DWPL_LINE3_S: the bytes of a plane line of three pixels");
 #define MCU_DWPL_LINE_END_Y3                                                                  \
-    "ldr lr, [r12, #64]\n\t"                                                                  \
     "ldr r11, [r12, #68]\n\t"                                                                 \
-    "ldr r2, [r12, #72]\n\t"                                                                  \
-    "add r0, r0, lr\n\t"                                                                      \
+    "ldr r2, [r12, #8]\n\t"                                                                   \
+    "add r0, r0, #" MCU_DWPL_LINE3_S "\n\t"                                                   \
     "add r7, r7, r11\n\t"                                                                     \
-    "subs r2, r2, #1\n\t"                                                                     \
-    "str r2, [r12, #72]\n\t"                                                                  \
+    "cmp r0, r2\n\t"                                                                          \
     "bne 1b\n\t"
 /* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
  * the plane position on by adv among the last line's MACs. */
@@ -825,10 +910,8 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "lsr r10, r8, #16\n\t"
 /* The three requantized outputs (r8-r10), with the output pointer in memory (stride 2) or in r7. */
 #define MCU_DWPL_RQ3(clamp3)                                                                  \
-    MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4") MCU_DWPL_RQ("r10", "r4")                  \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t"                                                                     \
-    "ssat r10, #8, r10\n\t" clamp3
+    MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4") MCU_DWPL_RQ("r10", "r4") MCU_DWPL_SAT8("r8")   \
+        MCU_DWPL_SAT8("r9") MCU_DWPL_SAT8("r10") clamp3
 #define MCU_DWPL_OUT3(clamp3)                                                                 \
     MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ3(clamp3)                                                   \
     "ldrd r2, r3, [r12]\n\t"                                                                  \
@@ -880,13 +963,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r5, [r0, #" x " + 12]\n\t"
 /* The six accumulators r6-r11 requantized by RQ (a macro of one accumulator), then saturated to int8. */
 #define MCU_DWPL_FINISH6(RQ)                                                                  \
-    RQ("r6") RQ("r7") RQ("r8") RQ("r9") RQ("r10") RQ("r11")                                   \
-    "ssat r6, #8, r6\n\t"                                                                     \
-    "ssat r7, #8, r7\n\t"                                                                     \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t"                                                                     \
-    "ssat r10, #8, r10\n\t"                                                                   \
-    "ssat r11, #8, r11\n\t"
+    RQ("r6") RQ("r7") RQ("r8") RQ("r9") RQ("r10") RQ("r11") MCU_DWPL_SAT8("r6") MCU_DWPL_SAT8("r7") \
+        MCU_DWPL_SAT8("r8") MCU_DWPL_SAT8("r9") MCU_DWPL_SAT8("r10") MCU_DWPL_SAT8("r11")
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
@@ -909,7 +987,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
         MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                        \
     "ldr r1, [r12, #40]\n\t"                                                                  \
     "ldr lr, [r12, #44]\n\t"                                                                  \
-    "ldr r2, [r12, #48]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
+    MCU_DWPL_LD_R("r2") MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
     "ldr r3, [r12]\n\t"                                                                       \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "add r5, r3, r4, lsl #1\n\t"                                                              \
@@ -920,7 +998,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r5, r5, r4, lsl #1\n\t"                                                              \
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
-    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
+    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6S
 /* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 108 cycles a step
  * against 114 for a quad and a half on the M4/M33 model; mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8,
  * 24 x 24 x 32 and 12 x 12 x 64 layers 430,481 / 436,629 / 231,580 -> 408,901 / 412,157 / 216,072
@@ -975,7 +1053,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "sub r0, r0, r1, lsl #1\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                         \
     "ldr lr, [r12, #40]\n\t"                                                                  \
     "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r2, [r12, #48]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
+    MCU_DWPL_LD_R("r2") MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
     "ldr r3, [r12]\n\t"                                                                       \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "ldr r5, [r12, #8]\n\t"                                                                   \
@@ -1036,6 +1114,16 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
 #define MCU_DWPL_LINE_END3 "ldr r3, [r12]\n\t" MCU_DWPL_LINE_END6
+/* The stride-1 lines of six: the skip a whole plane line (MCU_DWPL_LINE6_S), the end the position after the last
+ * line (t->end, as MCU_DWPL_LINE_END_Y3). */
+#define MCU_DWPL_LINE_END6S                                                                   \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #8]\n\t"                                                                   \
+    "add r0, r0, #" MCU_DWPL_LINE6_S "\n\t"                                                   \
+    "add r3, r3, r11\n\t"                                                                     \
+    "str r3, [r12]\n\t"                                                                       \
+    "cmp r0, r2\n\t"                                                                          \
+    "bne 1b\n\t"
 
 /* One of the channel loops above (or the stride-2 ones below) with pos, the plane line's bytes and the
  * constants in r0, r1 and r12 (register variables of the caller). */
@@ -1098,6 +1186,34 @@ static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes,
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
 #undef MCU_DWPL_RQS
+/* The loops of mcu_dwpl_channel for MCU_DWPL_SCALED: SMMLA with C, no R, SSAT with ASR #14
+ * (mcu_dwpl_rq_scaled); the lines of sixes (kinds 12 and 13: mcu_dwpl_layer takes the scaled form for them only). */
+#undef MCU_DWPL_LD_R
+#undef MCU_DWPL_SAT8
+#define MCU_DWPL_LD_R(r) ""
+#define MCU_DWPL_SAT8(a) "ssat " a ", #8, " a ", asr #14\n\t"
+#define MCU_DWPL_RQ(a, t) "smmla " a ", " a ", r2, r3\n\t"
+#define MCU_DWPL_RQ6(a) "smmla " a ", " a ", r1, lr\n\t"
+#define MCU_DWPL_RQS(a) "smmla " a ", " a ", lr, r3\n\t"
+_Static_assert(MCU_DWPL_SCALE - 1 == 14, "MCU_DWPL_SAT8's shift");
+static inline void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (kind == 12) {
+        MCU_DWPL_RUN(MCU_DWPL_SIXES MCU_DWPL_LINE_END("r1"));
+    } else {
+        MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);
+    }
+}
+#undef MCU_DWPL_RQ
+#undef MCU_DWPL_RQ6
+#undef MCU_DWPL_RQS
+#undef MCU_DWPL_LD_R
+#undef MCU_DWPL_SAT8
+#define MCU_DWPL_LD_R(r) "ldr " r ", [r12, #48]\n\t"
+#define MCU_DWPL_SAT8(a) "ssat " a ", #8, " a "\n\t"
 #define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
 #define MCU_DWPL_RQS MCU_DWPL_RQS_SIGNED
@@ -1108,6 +1224,10 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 {
     if (clamp == MCU_DWPL_RELU) {
         mcu_dwpl_channel_relu(pos, line_bytes, t, kind);
+        return;
+    }
+    if (clamp == MCU_DWPL_SCALED) {
+        mcu_dwpl_channel_scaled(pos, line_bytes, t, kind);
         return;
     }
     MCU_DWPL_CHANNEL_BODY(clamp);
@@ -1132,7 +1252,8 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 {
     const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (int32_t k = 0; k < n; ++k, t->y += t->step) {
-        int32_t v = mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
+        int32_t v = clamp == MCU_DWPL_SCALED ? mcu_dwpl_rq_scaled(t, s[k])
+                                             : mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
         if (clamp == MCU_DWPL_CLAMP) {
             v = v < lo ? lo : v > hi ? hi : v;
         }
@@ -1201,18 +1322,20 @@ static inline void mcu_dwpl_zero(int16_t *p, int32_t words)
 
 /* The whole layer (mcu_dwpl_plan held): x (n images of h x w x ch) into y of the same shape, which
  * may be x itself. */
-/* Out of line (its planes are stack of its own), unused by the Helium builds. */
-static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h,
-                                                             int32_t w, int32_t ch, int32_t pad_top, int32_t pad_left,
-                                                             int32_t input_offset, int32_t output_offset,
-                                                             int32_t act_min, int32_t act_max,
-                                                             const mcu_per_channel_quant *q, const int8_t *x,
-                                                             const int8_t *weight, const int32_t *bias, int8_t *y)
+/* Out of line (its planes are stack of its own), unused by the Helium builds; scaled: the layer is
+ * MCU_DWPL_SCALED (a copy of its own, so that the other layers' code is that of the form without it). */
+static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dwpl_geom *g, int32_t n, int32_t h,
+                                                                    int32_t w, int32_t ch, int32_t pad_top,
+                                                                    int32_t pad_left, int32_t input_offset,
+                                                                    int32_t output_offset, int32_t act_min,
+                                                                    int32_t act_max, const mcu_per_channel_quant *q,
+                                                                    const int8_t *x, const int8_t *weight,
+                                                                    const int32_t *bias, int8_t *y, int scaled)
 {
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
     mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
-    const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
+    const int clamp = scaled ? MCU_DWPL_SCALED : mcu_dwpl_finish(act_min, act_max, output_offset);
     const size_t image = (size_t)h * (size_t)w * (size_t)ch;
     const size_t row = (size_t)w * (size_t)ch;
     const size_t line_step = g->transposed ? (size_t)ch : row; /* output bytes from a line to the next */
@@ -1224,7 +1347,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
-    const int kind = MCU_DWPL_KIND(g->len, clamp);
+    const int kind = MCU_DWPL_KIND(g->len, scaled ? MCU_DWPL_RELU : clamp);
     /* the plane on from where a line's steps leave the position: after its pairs (quads or sixes and their
      * tail), at its start for three and six */
     const int32_t skip = (g->cols - (kind == 0 || kind >= 12 ? pairs : 0)) * 2;
@@ -1241,8 +1364,15 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
         int8_t *yb = y + (size_t)b * image;
         for (int32_t c = 0; c < ch; c += 4) {
             /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
-            mcu_dwpl_group_init(t, weight + c, ch, g->transposed ? 1 : 3, g->transposed ? 3 : 1, 0, q->multiplier + c,
-                                q->shift + c, bias != NULL ? bias + c : NULL, output_offset);
+            const int32_t across = g->transposed ? 1 : 3, along = g->transposed ? 3 : 1;
+            const int32_t *bc = bias != NULL ? bias + c : NULL;
+            if (clamp == MCU_DWPL_SCALED) {
+                mcu_dwpl_group_init_scaled(t, weight + c, ch, across, along, q->multiplier + c, q->shift + c, bc,
+                                           output_offset);
+            } else {
+                mcu_dwpl_group_init(t, weight + c, ch, across, along, 0, q->multiplier + c, q->shift + c, bc,
+                                    output_offset);
+            }
             for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
                 const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
                 /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
@@ -1268,16 +1398,46 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     mcu_dwpl_fill(&fill, planes + p * g->cols, xb + c, j, count);
                     p += count - 1;
                 }
+                /* one-step lines (three, six): the position after the band's last line */
+                const int32_t ends = scaled || (kind != 3 && kind != 6) ? steps : nb * g->cols;
                 for (int32_t k = 0; k < 4; ++k) {
                     const int16_t *plane = planes + k * g->plane;
                     t[k].y = yb + (size_t)l0 * line_step + c + k;
-                    t[k].end = plane + steps;
+                    t[k].end = plane + ends;
                     t[k].lines = nb;
                     mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
                 }
             }
         }
     }
+}
+
+static __attribute__((noinline, unused)) void
+mcu_dwpl_layer_scaled(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, int32_t ch, int32_t pad_top,
+                      int32_t pad_left, int32_t input_offset, int32_t output_offset, const mcu_per_channel_quant *q,
+                      const int8_t *x, const int8_t *weight, const int32_t *bias, int8_t *y)
+{
+    mcu_dwpl_layer_as(g, n, h, w, ch, pad_top, pad_left, input_offset, output_offset, -128, 127, q, x, weight, bias, y,
+                      1);
+}
+
+/* The layer: MCU_DWPL_SCALED for the lines of sixes where its bounds hold (on the 6 x 6 images the group's scaling
+ * took back the saving, and the second copy of the code cost more in the U575's ICACHE: about 1 k estimated cycles
+ * more a layer; on the 3 x 3 images a group's scaling costs more than the lines save). */
+static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w,
+                                                             int32_t ch, int32_t pad_top, int32_t pad_left,
+                                                             int32_t input_offset, int32_t output_offset,
+                                                             int32_t act_min, int32_t act_max,
+                                                             const mcu_per_channel_quant *q, const int8_t *x,
+                                                             const int8_t *weight, const int32_t *bias, int8_t *y)
+{
+    const int finish = mcu_dwpl_finish(act_min, act_max, output_offset);
+    if (g->scaled && finish == MCU_DWPL_RELU && MCU_DWPL_KIND(g->len, finish) >= 12) {
+        mcu_dwpl_layer_scaled(g, n, h, w, ch, pad_top, pad_left, input_offset, output_offset, q, x, weight, bias, y);
+        return;
+    }
+    mcu_dwpl_layer_as(g, n, h, w, ch, pad_top, pad_left, input_offset, output_offset, act_min, act_max, q, x, weight,
+                      bias, y, 0);
 }
 
 /* Whether the plane path serves a band of output rows of a 3x3 stride-1 layer apart from its full
