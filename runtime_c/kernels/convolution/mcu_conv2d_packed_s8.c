@@ -13,8 +13,8 @@
 #include "conv_narrow_s8_dsp.h"
 #include "gemm_s8_dsp.h"
 #include "pair_bytes_s8_dsp.h"
-#include "pw_small_s8_dsp.h"
 #include "pw3_s8_dsp.h"
+#include "pw_small_s8_dsp.h"
 #include "../common/requant.h"
 #include "../common/window.h"
 
