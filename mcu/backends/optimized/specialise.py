@@ -71,7 +71,7 @@ PW_GROUP_TAPS = PW_GROUP_PAIRS * (2 * 64 + PW_GROUP_SPARE)  # 18 pairs of 64 tap
 # layers four times instead of eight, +1.4 kB)
 PW_GROUP_TAPS_MAX = PW_GROUP_PAIRS * (2 * 128 + PW_GROUP_SPARE)
 PW3_PIXELS_MAX = 9  # MCU_PW3_PIXELS_MAX (convolution/pw3_s8_dsp.h): the images three-pixel blocks take
-PW3_PASS = 16  # MCU_PW3_PASS: tap pairs a pass of that loop
+PW3_KP_STEP = 32  # MCU_PW3_KP_STEP: the taps whose multiples that loop's half passes take whole
 
 
 @dataclass(frozen=True)
@@ -177,9 +177,9 @@ class PackedLayer:
 
     def takes_pw3(self) -> bool:
         """The three-pixel blocks (mcu_pw3_layer in pw3_s8_dsp.h) may run it: flat pairs of a scaled stream whose range
-        is all of int8, a multiple of 3 pixels up to PW3_PIXELS_MAX, whole passes of PW3_PASS tap pairs."""
+        is all of int8, a multiple of 3 pixels up to PW3_PIXELS_MAX, a multiple of PW3_KP_STEP taps."""
         return (self.takes_pw_pairs() and self.scaled and not self.clamps() and self.pixels % 3 == 0
-                and self.pixels <= PW3_PIXELS_MAX and self.kp % (2 * PW3_PASS) == 0)
+                and self.pixels <= PW3_PIXELS_MAX and self.kp % PW3_KP_STEP == 0)
 
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
