@@ -708,16 +708,21 @@ def test_pw3_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> No
     (pw3_s8_dsp.h), bit-exact with the reference on the Cortex-M33 and M4: 32 to 256 channels in, 4 to 16 out, forward
     and in place both ways (every column built before any output), extremes of inputs (neighbouring pixels at
     opposite ones too), weights, multipliers, and biases at the edges of the room the scaled layout leaves."""
+    _batch_on_core(tmp_path_factory, board_name, cases, "pw3", {"MCU_PACKED_PW3_TAPS": 9 * 256})
+
+
+def _batch_on_core(tmp_path_factory, board_name: str, cases: list[dict], label: str, defines: dict) -> None:
+    """A firmware of the packed kernel running `cases` on the board's QEMU, every output equal to the reference."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
-    tmp = tmp_path_factory.mktemp("pw3")
+    tmp = tmp_path_factory.mktemp(label)
     main = tmp / "main.c"
-    main.write_text(packed_firmware_source(cases, "pw3"))
+    main.write_text(packed_firmware_source(cases, label))
     fw = build_firmware(load_board(board_name), [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
-                        tmp / "out", defines={"MCU_PACKED_PW3_TAPS": 9 * 256}, stack_usage=True)
+                        tmp / "out", defines=defines, stack_usage=True)
     result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "pw3 cases failed: 0" in result.console, result.console
+    assert result.exit_code == 0 and f"{label} cases failed: 0" in result.console, result.console
 
 
 @st.composite
