@@ -10,8 +10,9 @@
  * (channel 0 of the half block in r0-r2 for pixels A, B, C, channel 1 in r3-r5), the loads r6-r10, the column r11,
  * the stream r12 and the column's end lr. Every pixel's column is built first (all inputs read before any output is
  * written, so any overlap of input and output is safe, in place either way); then for each half block (two channels)
- * every triple of pixels in turn, so a half block (at most 2.5 kB) is fetched from flash once and read from the cache
- * by the other triples: the stream is read once a layer, in one call. The state lives in FPU registers s0-s13 (a VMOV
+ * every triple of pixels in turn: a block's lines (8 kp bytes, its halves' words interleaved by tap pair) come from
+ * flash once and from the cache for the other triples and the other half, so the stream is read once a layer, in one
+ * call. The state lives in FPU registers s0-s13 (a VMOV
  * each way is one cycle; a push would be stack the planned figures cannot see). */
 #ifndef MCU_KERNELS_INTERNAL_PW3_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_PW3_S8_DSP_H
