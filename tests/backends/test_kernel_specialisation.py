@@ -32,7 +32,7 @@ NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0,
         "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
         "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
-        "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0}
+        "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -49,9 +49,10 @@ EXPECTED = {
     # its ReLU pointwise layers' streams scaled (tuned.takes_scaled)
     "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, PACKED_SCALED=1, **NARROW),
     # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer (scaled, its column in registers);
-    # the 16->32, 32->32 and 32->64 ones (scaled, streams of 1.7 to 5.4 kB: pw_small_s8_dsp.h)
+    # the 16->32, 32->32 and 32->64 ones (scaled, streams of 1.7 to 5.4 kB: pw_small_s8_dsp.h); the 3 x 3 ones by three
+    # pixels, 9 x 256 taps (pw3_s8_dsp.h)
     "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_PW8=1, PACKED_PW_PAIRS=1,
-                             PACKED_SCALED=1, PACKED_PW8_REGS=1, PACKED_PW_SMALL=1, **NARROW),
+                             PACKED_SCALED=1, PACKED_PW8_REGS=1, PACKED_PW_SMALL=1, PACKED_PW3_TAPS=2304, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
                         **NARROW),
@@ -165,6 +166,18 @@ def test_defines_from_layers() -> None:
         "MCU_PACKED_PW_GROUP_TAPS"] == 2736
     assert packed_defines([_layer(640, cout=64, pointwise=True, flat=True, pixels=36, group=True)])[
         "MCU_PACKED_PW_GROUP_TAPS"] == 5040
+    # three-pixel blocks: flat scaled layers whose range is all of int8, 3 to 9 pixels by threes, 32 taps a step;
+    # room for the widest one's columns, across methods too
+    pw3 = {"pointwise": True, "flat": True, "scaled": True}
+    assert packed_defines([_layer(256, cout=64, pixels=9, **pw3), _layer(128, cout=64, pixels=6, **pw3)])[
+        "MCU_PACKED_PW3_TAPS"] == 2304
+    assert packed_defines([_layer(96, cout=8, pixels=3, **pw3)])["MCU_PACKED_PW3_TAPS"] == 288
+    for other in (_layer(256, cout=64, pixels=8, **pw3), _layer(256, cout=64, pixels=12, **pw3),
+                  _layer(48, cout=64, pixels=9, **pw3), _layer(256, cout=64, pixels=9, act_max=100, **pw3),
+                  _layer(256, cout=64, pixels=9, pointwise=True, flat=True)):
+        assert packed_defines([other])["MCU_PACKED_PW3_TAPS"] == 0
+    assert merge_defines([packed_defines([_layer(96, cout=8, pixels=3, **pw3)]),
+                          packed_defines([_layer(24)])])["MCU_PACKED_PW3_TAPS"] == 288
     # the speed paths a model's layers take, each built only where one does (1) and left out otherwise (0)
     def paths(*layers: PackedLayer) -> tuple[int, ...]:
         d = packed_defines(layers)

@@ -493,7 +493,8 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 
 
 @st.composite
-def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False, chain: bool = False) -> dict:
+def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False, chain: bool = False,
+                     triple: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
     up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
@@ -510,9 +511,11 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     pointwise layers of 16 or 32 input channels, scaled streams of 4 to 40 channels out whose range is all of int8
     (mcu_pw16_regs, mcu_pw32_regs). ``chain``: flat scaled streams of 64, 128 or 256 channels in, grouped, whose
     range is all of int8 (on the Cortex-M33 a group's part runs its pairs chained through the direct entry:
-    MCU_PX2_CHAIN)."""
-    k = 1 if pw8 or small or chain else draw(st.sampled_from([1, 3]))
+    MCU_PX2_CHAIN). ``triple``: flat scaled streams of 32 to 256 channels in whose range is all of int8 over 3, 6 or 9
+    pixels (pw3_s8_dsp.h: three pixels by two channels, every column first)."""
+    k = 1 if pw8 or small or chain or triple else draw(st.sampled_from([1, 3]))
     cin = (8 if pw8 else draw(st.sampled_from([64, 128, 256])) if chain
+           else draw(st.sampled_from([32, 64, 96, 256])) if triple
            else draw(st.sampled_from([16, 32])) if small
            else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
                                      else [3, 4, 16, 32, 36, 64, 71])))
@@ -520,7 +523,8 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
     # the units left over, pairs and pixels after them
-    h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))
+    h, w = (draw(st.sampled_from([(1, 3), (3, 1), (2, 3), (3, 2), (3, 3)])) if triple
+            else (draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     # the register loop's pixels apart (it keeps two columns), so that a crossed pixel shows
     x_kind = draw(st.sampled_from(["random", "apart"] if regs else ["random", "min", "max", "apart"]))
@@ -546,7 +550,7 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
-    act = ((-128, 127) if regs or small or chain
+    act = ((-128, 127) if regs or small or chain or triple
            else draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)])))
     # two in three with the range from the output offset or above (a folded ReLU: the pair loops' requantization
     # without the sign's correction), the offset at act_min included; the others anywhere
@@ -556,7 +560,7 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
         else st.integers(-128, 127)))
     # half the flat layers of 8 or 16 to 304 channels as scaled streams (pack_layer_scaled: ReLU, shifts brought to
     # one), where their accumulators' bound allows
-    scaled = (regs or small or chain
+    scaled = (regs or small or chain or triple
               or k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans()))
     if scaled:
         sh = -np.array(draw(st.lists(st.integers(tuned.SCALED_SHIFT - 7, tuned.SCALED_SHIFT - 1), min_size=cout,
@@ -692,6 +696,33 @@ def test_pw_small_on_core(tmp_path_factory, board_name: str, cases: list[dict]) 
                         tmp / "out", stack_usage=True)
     result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "pw_small cases failed: 0" in result.console, result.console
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", pytest.param("mps2-an386", marks=pytest.mark.slow)])
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(cases=st.lists(_pixel_pair_case(triple=True), min_size=12, max_size=12))
+def test_pw3_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+    """Flat pointwise layers of 3, 6 or 9 pixels over scaled streams, three pixels by two channels a block
+    (pw3_s8_dsp.h), bit-exact with the reference on the Cortex-M33 and M4: 32 to 256 channels in, 4 to 16 out, forward
+    and in place both ways (every column built before any output), extremes of inputs (neighbouring pixels at
+    opposite ones too), weights, multipliers, and biases at the edges of the room the scaled layout leaves."""
+    _batch_on_core(tmp_path_factory, board_name, cases, "pw3", {"MCU_PACKED_PW3_TAPS": 9 * 256})
+
+
+def _batch_on_core(tmp_path_factory, board_name: str, cases: list[dict], label: str, defines: dict) -> None:
+    """A firmware of the packed kernel running `cases` on the board's QEMU, every output equal to the reference."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp(label)
+    main = tmp / "main.c"
+    main.write_text(packed_firmware_source(cases, label))
+    fw = build_firmware(load_board(board_name), [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
+                        tmp / "out", defines=defines, stack_usage=True)
+    result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and f"{label} cases failed: 0" in result.console, result.console
 
 
 @st.composite

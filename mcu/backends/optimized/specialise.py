@@ -27,6 +27,8 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   FLAG_GROUP: its pairs then share each read of the stream): room for up to eight of such a layer's pairs,
   the widest layer's, at least eight pairs of 64 taps (``PW_GROUP_TAPS``) and at most eight of 128
   (``PW_GROUP_TAPS_MAX``); 0 otherwise.
+* ``MCU_PACKED_PW3_TAPS``: the int16 the column buffer holds at least for the widest layer the three-pixel blocks
+  take (``takes_pw3``: every pixel's column, pixels x taps); 0 leaves their code out.
 * ``MCU_PACKED_BYTES``: 0 leaves out the byte streams' path (fully connected layers whose weights wait,
   convolution/pair_bytes_s8_dsp.h) when no layer has one: its code would only crowd a flash cache.
 * ``MCU_PACKED_SCALED``: 0 leaves out the pair loops' tails of scaled streams (FLAG_SCALED, tuned.pack_layer_scaled)
@@ -68,6 +70,8 @@ PW_GROUP_TAPS = PW_GROUP_PAIRS * (2 * 64 + PW_GROUP_SPARE)  # 18 pairs of 64 tap
 # once instead of three times (-0.8 % of the model on mps2-an505-u575, its RAM +5 kB; ds_cnn's 64->64
 # layers four times instead of eight, +1.4 kB)
 PW_GROUP_TAPS_MAX = PW_GROUP_PAIRS * (2 * 128 + PW_GROUP_SPARE)
+PW3_PIXELS_MAX = 9  # MCU_PW3_PIXELS_MAX (convolution/pw3_s8_dsp.h): the images three-pixel blocks take
+PW3_KP_STEP = 32  # MCU_PW3_KP_STEP: the taps whose multiples that loop's half passes take whole
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,12 @@ class PackedLayer:
         return (self.takes_pw_pairs() and self.kp in (16, 32) and self.scaled and not self.clamps()
                 and (not self.group or self.cout * (2 * self.kp + 20) <= PIXEL4_STREAM_MIN))
 
+    def takes_pw3(self) -> bool:
+        """The three-pixel blocks (mcu_pw3_layer in pw3_s8_dsp.h) may run it: flat pairs of a scaled stream whose range
+        is all of int8, a multiple of 3 pixels up to PW3_PIXELS_MAX, a multiple of PW3_KP_STEP taps."""
+        return (self.takes_pw_pairs() and self.scaled and not self.clamps() and self.pixels % 3 == 0
+                and self.pixels <= PW3_PIXELS_MAX and self.kp % PW3_KP_STEP == 0)
+
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
         return min(PW_GROUP_PAIRS, self.pixels // 2) * (2 * self.kp + PW_GROUP_SPARE)
@@ -208,6 +218,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW_CLAMP": int(any(layer.clamps() for layer in narrow)),
             "MCU_PACKED_NARROW_FULL": int(any(not layer.clamps() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
+            "MCU_PACKED_PW3_TAPS": max((layer.pixels * layer.kp for layer in layers if layer.takes_pw3()), default=0),
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
             "MCU_PACKED_SCALED": int(any(layer.scaled for layer in layers)),
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
@@ -227,4 +238,5 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return {"MCU_PIXEL_WIDE_TAPS": WIDE_TAPS_MAX if loop else max(p["MCU_PIXEL_WIDE_TAPS"] for p in parts),
             **{name: int(any(p[name] for p in parts)) for name in PATHS},
             "MCU_PACKED_PW_GROUP_TAPS": max(p["MCU_PACKED_PW_GROUP_TAPS"] for p in parts),
+            "MCU_PACKED_PW3_TAPS": max(p["MCU_PACKED_PW3_TAPS"] for p in parts),
             "MCU_PIXEL4_GROUP": max(p["MCU_PIXEL4_GROUP"] for p in parts)}
