@@ -359,6 +359,22 @@ static inline void mcu_k3c3_lone(int16_t *slots, int32_t windows)
     }
 }
 
+/* The lone taps' slot's high halves alone (slot 1's taps 8), where slot 0 kept its row and its halves since the slot
+ * was last built in full: four windows a pass, their loads pipelined. */
+static inline void mcu_k3c3_lone_high(int16_t *slots, int32_t windows)
+{
+    const int16_t *b = slots + MCU_K3C3_ROW_TAPS + 8;
+    int16_t *lone = slots + 3 * MCU_K3C3_ROW_TAPS + 1;
+    for (int32_t i = 0; i < 6 * windows; i += 24) {
+        int32_t t0 = b[i], t1 = b[i + 6], t2 = b[i + 12], t3 = b[i + 18];
+        __asm__("" : "+r"(t0), "+r"(t1), "+r"(t2), "+r"(t3)); /* the four loads in a row, before any store */
+        lone[i] = (int16_t)t0;
+        lone[i + 6] = (int16_t)t1;
+        lone[i + 12] = (int16_t)t2;
+        lone[i + 18] = (int16_t)t3;
+    }
+}
+
 /* The layer (mcu_k3c3_rows_applies, pixels forward), `blocks` after the stream's header, `section` its rows
  * section (MCU_PACKED_FLAG_ROWS) or NULL: each row of outputs from its three row slots and their lone taps' slot,
  * by fours, a last partial four into a spare and copied. The slots, the spare and the pairs repacked from a stream
@@ -413,7 +429,11 @@ static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_par
             }
             st.pairs = rev ? reversed : pairs;
             st.pairs_end = st.pairs + out.c / 2 * MCU_PACKED_ROWS_PAIR_WORDS;
-            mcu_k3c3_lone(slots, 4 * (fours + (rest > 0)));
+            if (shared && reversed != NULL && !rev) { /* slot 0 held over from the last row, which built it in full */
+                mcu_k3c3_lone_high(slots, 4 * (fours + (rest > 0)));
+            } else {
+                mcu_k3c3_lone(slots, 4 * (fours + (rest > 0)));
+            }
             last = ih0 + 2 * p->dilation_h;
             st.col = slots;
             if (fours > 0) {
