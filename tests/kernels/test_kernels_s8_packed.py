@@ -445,7 +445,8 @@ def _device_case(draw) -> dict:
     h, w = draw(st.integers(k, 6)), draw(st.integers(k, 6))
     cout = draw(st.integers(1, 9))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
+    x_kind = "random" if shared else draw(st.sampled_from(["random", "min", "max"]))
+    w_kind = draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
          else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
     wt = (rng.integers(-127, 128, (cout, k, k, cin)) if w_kind == "random"
@@ -737,20 +738,22 @@ def _first_layer_case(draw, batch: int = 1, rows: bool = False, zero_blocks: boo
     with shifts and biases the scaled layout is exact for (tuned.scaled_fit), the stream then with its rows section (half the
     time; `zero_blocks`: its blocks' weights zeroed, so that a kernel reading them instead of the section fails) or
     repacked by the kernel; extreme biases or other shifts leave the layer to the threes. `shared`: such a layer
-    with its section at stride 2 down, rows 1 apart, two rows of outputs or more (its slots in both orders)."""
+    with its section at stride 2 down, rows 1 apart, three rows of outputs or more (its slots in both orders, then a
+    row that keeps the lone taps' halves of the row before), inputs at random."""
     stride, pad, dh = draw(st.integers(1, 2)), draw(st.integers(0, 2 if rows else 1)), draw(st.integers(1, 2))
     if shared:
         stride, dh = 2, 1
     stride_w = 2 if rows else stride
     span = 2 * dh + 1
-    h = draw(st.integers(max(1, span - 2 * pad, 5 - 2 * pad if shared else 1), span + 3))
+    h = draw(st.integers(max(1, span - 2 * pad, 7 - 2 * pad if shared else 1), span + (5 if shared else 3)))
     w = draw(st.integers(max(1, 3 - 2 * pad), 3 + 2 * (39 if rows else 9 // stride)))
     extra_r = draw(st.integers(0, 1))
     oh = (h + 2 * pad - span) // stride + 1
     ow = (w + 2 * pad + extra_r - 3) // stride_w + 1
     cout = draw(st.sampled_from([4, 8, 12, 16] if rows else [4, 8, 12]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
+    x_kind = "random" if shared else draw(st.sampled_from(["random", "min", "max"]))
+    w_kind = draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (batch, h, w, 3)) if x_kind == "random"
          else np.full((batch, h, w, 3), -128 if x_kind == "min" else 127)).astype(np.int8)
     wt = (rng.integers(-127, 128, (cout, 3, 3, 3)) if w_kind == "random"
@@ -784,9 +787,10 @@ def _first_layer_case(draw, batch: int = 1, rows: bool = False, zero_blocks: boo
 def test_first_layer_matches_reference(lib, request, rows: bool, data) -> None:
     """The narrow path's first layers (their C twins on the emulated build), batches of two images: by threes
     (mcu_narrow_x3), or from widened rows at stride 2 across (conv_k3c3_rows_s8_dsp.h; the plain build ignores a
-    stream's rows section, the emulated one reads it)."""
+    stream's rows section, the emulated one reads it), half of them layers whose rows of outputs share input rows."""
     emulated = request.node.callspec.params["lib"] == "dsp-emulated"
-    case = data.draw(_first_layer_case(batch=2, rows=rows, zero_blocks=emulated))
+    shared = rows and data.draw(st.booleans())
+    case = data.draw(_first_layer_case(batch=2, rows=rows, zero_blocks=emulated, shared=shared))
     cout = case["wt"].shape[0]
     status, out = cb.conv2d_packed(case["x"], case["wt"], case["b"], cb.Quant(case["m"], case["sh"], cout),
                                    case["params"], stream=case["w"])

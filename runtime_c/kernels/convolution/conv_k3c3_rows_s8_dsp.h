@@ -43,12 +43,14 @@
 #define MCU_K3C3_ROW_BYTES_S "640"
 #define MCU_K3C3_COUT_MAX 16 /* the spare four pixels' outputs, the pairs repacked at run time */
 #define MCU_K3C3_WORDS 14    /* tap words a window: 4, 4 and 5 of the row slots, 1 of the lone taps' slot */
+#define MCU_K3C3_PAIR_BYTES 136 /* a pair's words: MCU_PACKED_ROWS_PAIR_WORDS */
 /* The buffer of mcu_k3c3_rows_layer: three row slots and the lone taps' slot, a spare four pixels' outputs, then
  * for a stream without its rows section (MCU_PACKED_FLAG_ROWS) the pairs repacked at run time. */
 #define MCU_K3C3_BUF_TAPS (4 * MCU_K3C3_ROW_TAPS + 2 * MCU_K3C3_COUT_MAX)
 #define MCU_K3C3_REPACK_TAPS (MCU_K3C3_BUF_TAPS + MCU_K3C3_COUT_MAX / 2 * MCU_PACKED_ROWS_PAIR_WORDS * 2)
 _Static_assert(MCU_K3C3_ROW_TAPS * 2 == 640, "MCU_K3C3_ROW_BYTES_S");
 _Static_assert(MCU_PACKED_ROWS_PAIR_WORDS == 2 + 2 * MCU_K3C3_WORDS + 4, "a pair: biases, tap words, constants");
+_Static_assert(MCU_K3C3_PAIR_BYTES == 4 * MCU_PACKED_ROWS_PAIR_WORDS, "MCU_K3C3_PAIR_BYTES");
 
 /* The slots' int16 a layer needs: its left padding and input row, or its windows by whole fours (the last
  * four's pixels past the row read zeros, and each window row's fifth word one int16 more). */
@@ -75,18 +77,20 @@ static inline int mcu_k3c3_rows_applies(const mcu_conv2d_s8_params *p, int32_t b
 
 /* The pass's state, read by the assembly at fixed offsets. */
 typedef struct {
-    const int16_t *col;      /* the four's first window in slot 0 */
+    const int16_t *col;      /* the run's first four's first window in slot 0 */
     const int16_t *col_stop; /* the first window after the run's last four */
     int8_t *y;               /* the pass's first output (the four's first pixel, the pair's first channel) */
     int32_t cout;            /* between the pixels' outputs */
-    int8_t *y_end;           /* the four's first pixel's output end */
-    const int32_t *pairs;    /* the pairs' words (MCU_PACKED_FLAG_ROWS's layout) */
+    int8_t *y0;              /* the pair's first output in the run (its first four's first pixel) */
+    const int32_t *pairs;    /* the pair's words (MCU_PACKED_FLAG_ROWS's layout) */
+    const int32_t *pairs_end; /* past the last pair's words */
 } mcu_k3c3_rows_state;
 
 #if MCU_S8_DSP_NATIVE
 _Static_assert(offsetof(mcu_k3c3_rows_state, col) == 0 && offsetof(mcu_k3c3_rows_state, col_stop) == 4 &&
                    offsetof(mcu_k3c3_rows_state, y) == 8 && offsetof(mcu_k3c3_rows_state, cout) == 12 &&
-                   offsetof(mcu_k3c3_rows_state, y_end) == 16 && offsetof(mcu_k3c3_rows_state, pairs) == 20,
+                   offsetof(mcu_k3c3_rows_state, y0) == 16 && offsetof(mcu_k3c3_rows_state, pairs) == 20 &&
+                   offsetof(mcu_k3c3_rows_state, pairs_end) == 24,
                "mcu_k3c3_rows_state layout");
 #endif
 
@@ -162,10 +166,9 @@ static inline int mcu_k3c3_repack(const int32_t *blocks, const mcu_conv2d_s8_par
     return 1;
 }
 
-/* Four bytes at src as (x + off) int16 in natural order at dst (off2: the offset in both halves). */
-static inline void mcu_k3c3_widen4(const int8_t *src, uint32_t off2, int16_t *dst)
+/* A word of four bytes as (x + off) int16 in natural order at dst (off2: the offset in both halves). */
+static inline void mcu_k3c3_widen_word(uint32_t v, uint32_t off2, int16_t *dst)
 {
-    const uint32_t v = mcu_load_u32(src);
     const uint32_t lo = mcu_sxtab16(off2, v), hi = mcu_sxtab16_ror8(off2, v);
     mcu_store_u32(dst, mcu_s16_pair_low(lo, hi));
     mcu_store_u32(dst + 2, mcu_s16_pair_high(lo, hi));
@@ -176,14 +179,22 @@ static inline void mcu_k3c3_widen4(const int8_t *src, uint32_t off2, int16_t *ds
 static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uint32_t off2, int16_t *dst)
 {
     int32_t i = 0;
-    for (; i + 16 <= n; i += 16) { /* four words a pass: the loop's compare and branch amortised */
-        mcu_k3c3_widen4(src + i, off2, dst + i);
-        mcu_k3c3_widen4(src + i + 4, off2, dst + i + 4);
-        mcu_k3c3_widen4(src + i + 8, off2, dst + i + 8);
-        mcu_k3c3_widen4(src + i + 12, off2, dst + i + 12);
+    for (; i + 32 <= n; i += 32) { /* eight words a pass, loaded four in a row (pipelined), the loop's steps amortised */
+        const uint32_t v0 = mcu_load_u32(src + i), v1 = mcu_load_u32(src + i + 4);
+        const uint32_t v2 = mcu_load_u32(src + i + 8), v3 = mcu_load_u32(src + i + 12);
+        mcu_k3c3_widen_word(v0, off2, dst + i);
+        mcu_k3c3_widen_word(v1, off2, dst + i + 4);
+        mcu_k3c3_widen_word(v2, off2, dst + i + 8);
+        mcu_k3c3_widen_word(v3, off2, dst + i + 12);
+        const uint32_t v4 = mcu_load_u32(src + i + 16), v5 = mcu_load_u32(src + i + 20);
+        const uint32_t v6 = mcu_load_u32(src + i + 24), v7 = mcu_load_u32(src + i + 28);
+        mcu_k3c3_widen_word(v4, off2, dst + i + 16);
+        mcu_k3c3_widen_word(v5, off2, dst + i + 20);
+        mcu_k3c3_widen_word(v6, off2, dst + i + 24);
+        mcu_k3c3_widen_word(v7, off2, dst + i + 28);
     }
     for (; i + 4 <= n; i += 4) {
-        mcu_k3c3_widen4(src + i, off2, dst + i);
+        mcu_k3c3_widen_word(mcu_load_u32(src + i), off2, dst + i);
     }
     for (; i < n; ++i) {
         dst[i] = (int16_t)(src[i] + off);
@@ -240,15 +251,17 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
     "smmla " acc ", " acc ", " m ", " c "\n\t"                                                              \
     "ssat " acc ", #8, " acc ", asr #" MCU_K3C3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
-/* Fours of pixels while col != col_stop: per four every channel pair (a pass), the outputs 4 cout on after
- * each four. The state is copied to the stack (col, col_stop, y, cout, y_end, pairs from sp on, each one load
- * away: r7 takes the weights, r12 the four's windows) and the state pointer pushed below it. */
+/* Per channel pair (a run of passes over the same 136 bytes of weights, which a small data cache then keeps: the
+ * L4R5's ART holds 256 B, all four pairs' 544 B missed on every four) every four of pixels while col != col_stop,
+ * the outputs 4 cout on after each four, the next pair's 2 on from this one's. The state is copied to the stack
+ * (col, col_stop, y, cout, y0, pairs, pairs_end from sp on, each one load away: r7 takes the weights, r12 the
+ * four's windows) and the state pointer pushed above it. */
 static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 {
     register mcu_k3c3_rows_state *s __asm__("r7") = st;
     __asm__ volatile(
-        "ldmia r7, {r0, r1, r2, r3, r4, r5}\n\t"
-        "push {r0, r1, r2, r3, r4, r5, r7}\n\t"
+        "ldmia r7, {r0, r1, r2, r3, r4, r5, r6}\n\t"
+        "push {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
         "mov r12, r0\n\t"
         "mov r7, r5\n\t"
         "1:\n\t"
@@ -257,47 +270,46 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         MCU_KR_ROW("1", "4", "5", "6", "7")
         MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")
         MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
-        /* the constants by four pipelined loads (an LDM after the ADD of its base would wait a cycle) */
+        /* the constants by four pipelined loads; r7 stays on the pair for its next four */
         "ldr r9, [r7, #120]\n\t"
         "ldr r10, [r7, #124]\n\t"
         "ldr r11, [r7, #128]\n\t"
         "ldr lr, [r7, #132]\n\t"
-        "add r7, r7, #136\n\t"
         MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")
         MCU_KR_RQ("r6", "r9", "r10")
         MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
         MCU_KR_RQ("r8", "r11", "lr")
-        /* y, cout and y_end by three pipelined loads; no store's address from the instruction before it */
+        /* y, cout and col_stop by three pipelined loads; no store's address from the instruction before it */
         "ldr r9, [sp, #8]\n\t"
         "ldr r10, [sp, #12]\n\t"
-        "ldr r11, [sp, #16]\n\t"
+        "ldr r11, [sp, #4]\n\t"
         "strb r0, [r9]\n\t"
         "strb r1, [r9, #1]\n\t"
         "add lr, r9, r10\n\t"
-        "add r9, r9, #2\n\t"
+        "add r9, lr, r10\n\t"
         "strb r2, [lr]\n\t"
         "strb r3, [lr, #1]\n\t"
-        "add lr, lr, r10\n\t"
-        "str r9, [sp, #8]\n\t"
-        "strb r4, [lr]\n\t"
-        "strb r5, [lr, #1]\n\t"
-        "add lr, lr, r10\n\t"
-        "cmp r9, r11\n\t"
+        "add lr, r9, r10\n\t"
+        "add r12, r12, #48\n\t"
+        "strb r4, [r9]\n\t"
+        "strb r5, [r9, #1]\n\t"
+        "add r9, lr, r10\n\t"
+        "cmp r12, r11\n\t"
         "strb r6, [lr]\n\t"
         "strb r8, [lr, #1]\n\t"
-        "bne 1b\n\t"
-        /* the four done: the next one's outputs from y_end + 3 cout, its windows 48 bytes on */
-        "add r9, r9, r10, lsl #1\n\t"
-        "add r9, r9, r10\n\t"
-        "add r11, r9, r10\n\t"
         "str r9, [sp, #8]\n\t"
-        "str r11, [sp, #16]\n\t"
-        "ldr r1, [sp, #4]\n\t"
-        "ldr r7, [sp, #20]\n\t"
-        "add r12, r12, #48\n\t"
-        "cmp r12, r1\n\t"
         "bne 1b\n\t"
-        "add sp, sp, #24\n\t"
+        /* the pair done: the next one from the run's first four, its outputs 2 on from this one's */
+        "ldr r9, [sp, #16]\n\t"
+        "ldr r11, [sp, #24]\n\t"
+        "ldr r12, [sp]\n\t"
+        "add r7, r7, #" MCU_K3C3_STR(MCU_K3C3_PAIR_BYTES) "\n\t"
+        "add r9, r9, #2\n\t"
+        "str r9, [sp, #16]\n\t"
+        "str r9, [sp, #8]\n\t"
+        "cmp r7, r11\n\t"
+        "bne 1b\n\t"
+        "add sp, sp, #28\n\t"
         "pop {r7}\n\t"
         : "+r"(s)
         :
@@ -313,14 +325,14 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 /* The passes in C, with the same state and steps. */
 static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 {
-    while (st->col != st->col_stop) {
-        for (const int32_t *pair = st->pairs; st->y != st->y_end; st->y += 2, pair += MCU_PACKED_ROWS_PAIR_WORDS) {
+    for (const int32_t *pair = st->pairs; pair != st->pairs_end; pair += MCU_PACKED_ROWS_PAIR_WORDS) {
+        for (const int16_t *col = st->col; col != st->col_stop; col += 24, st->y += 4 * st->cout) {
             for (int32_t px = 0; px < 4; ++px) {
                 for (int32_t ch = 0; ch < 2; ++ch) {
                     uint32_t acc = (uint32_t)pair[ch];
                     for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
                         const int16_t *c =
-                            st->col + mcu_k3c3_word_slot(u) * MCU_K3C3_ROW_TAPS + mcu_k3c3_word_at(u) + 6 * px;
+                            col + mcu_k3c3_word_slot(u) * MCU_K3C3_ROW_TAPS + mcu_k3c3_word_at(u) + 6 * px;
                         acc = mcu_smlad(mcu_load_u32(c), (uint32_t)pair[2 + 2 * u + ch], acc);
                     }
                     const int32_t *rq = pair + 2 + 2 * MCU_K3C3_WORDS + 2 * ch; /* m, C */
@@ -328,9 +340,8 @@ static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
                 }
             }
         }
-        st->y += 3 * st->cout;
-        st->y_end = st->y + st->cout;
-        st->col += 24;
+        st->y0 += 2;
+        st->y = st->y0;
     }
 }
 #endif
@@ -345,6 +356,22 @@ static inline void mcu_k3c3_lone(int16_t *slots, int32_t windows)
         mcu_store_u32(lone + i + 6, (uint32_t)(uint16_t)a[i + 6] | ((uint32_t)(uint16_t)b[i + 6] << 16));
         mcu_store_u32(lone + i + 12, (uint32_t)(uint16_t)a[i + 12] | ((uint32_t)(uint16_t)b[i + 12] << 16));
         mcu_store_u32(lone + i + 18, (uint32_t)(uint16_t)a[i + 18] | ((uint32_t)(uint16_t)b[i + 18] << 16));
+    }
+}
+
+/* The lone taps' slot's high halves alone (slot 1's taps 8), where slot 0 kept its row and its halves since the slot
+ * was last built in full: four windows a pass, their loads pipelined. */
+static inline void mcu_k3c3_lone_high(int16_t *slots, int32_t windows)
+{
+    const int16_t *b = slots + MCU_K3C3_ROW_TAPS + 8;
+    int16_t *lone = slots + 3 * MCU_K3C3_ROW_TAPS + 1;
+    for (int32_t i = 0; i < 6 * windows; i += 24) {
+        int32_t t0 = b[i], t1 = b[i + 6], t2 = b[i + 12], t3 = b[i + 18];
+        __asm__("" : "+r"(t0), "+r"(t1), "+r"(t2), "+r"(t3)); /* the four loads in a row, before any store */
+        lone[i] = (int16_t)t0;
+        lone[i + 6] = (int16_t)t1;
+        lone[i + 12] = (int16_t)t2;
+        lone[i + 18] = (int16_t)t3;
     }
 }
 
@@ -401,20 +428,23 @@ static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_par
                 }
             }
             st.pairs = rev ? reversed : pairs;
-            mcu_k3c3_lone(slots, 4 * (fours + (rest > 0)));
+            st.pairs_end = st.pairs + out.c / 2 * MCU_PACKED_ROWS_PAIR_WORDS;
+            if (shared && reversed != NULL && !rev) { /* slot 0 held over from the last row, which built it in full */
+                mcu_k3c3_lone_high(slots, 4 * (fours + (rest > 0)));
+            } else {
+                mcu_k3c3_lone(slots, 4 * (fours + (rest > 0)));
+            }
             last = ih0 + 2 * p->dilation_h;
             st.col = slots;
             if (fours > 0) {
                 st.col_stop = slots + 24 * fours;
-                st.y = y;
-                st.y_end = y + out.c;
+                st.y = st.y0 = y;
                 mcu_k3c3_rows_run(&st);
             }
             if (rest > 0) { /* the row's last pixels: a whole four from zeros past the row, the rest dropped */
                 st.col = slots + 24 * fours;
                 st.col_stop = st.col + 24;
-                st.y = spare;
-                st.y_end = spare + out.c;
+                st.y = st.y0 = spare;
                 mcu_k3c3_rows_run(&st);
                 memcpy(y + 4 * fours * out.c, spare, (size_t)(rest * out.c));
             }
