@@ -1390,9 +1390,9 @@ static inline int mcu_dwpl_scale_s2(mcu_dwpl_ch t[4], int32_t output_offset)
             return 0;
         }
     }
-    /* both int16 lanes times 2^n (they fit), modulo 2^16 each; in straight lines (a loop cost about 350 cycles a
+    /* both int16 lanes times 2^n (they fit; PKHBT), in straight lines (a loop cost about 350 cycles a
      * group, set up once per band and group where the output overlaps the input) */
-#define MCU_DWPL_SCALE_W(k, i, n) t[k].w[i] = ((t[k].w[i] << (n)) & 0xFFFFu) | ((t[k].w[i] & 0xFFFF0000u) << (n));
+#define MCU_DWPL_SCALE_W(k, i, n) t[k].w[i] = mcu_dwpl_lows(t[k].w[i] << (n), (t[k].w[i] >> 16) << (n));
 #define MCU_DWPL_SCALE_CH(k)                                                                  \
     do {                                                                                      \
         const int32_t n = 14 - t[k].sh;                                                       \
