@@ -599,3 +599,57 @@ def test_depthwise_s8_direct_small_images(emulated, case):
         status, out = cb.depthwise_conv2d(x, wt, b, q, params)
     assert status == MCU_OK
     base.assert_equal(out, expected)
+
+
+@settings(base.EXACT, max_examples=120)
+@given(shape=st.sampled_from([(12, 9), (13, 12), (7, 6), (9, 16), (16, 10)]), c=st.sampled_from([4, 8, 12]),
+       in_zp=base.zero_points, rmode=st.sampled_from(["in", "ends", "mixed"]),
+       bias=st.sampled_from(["small", "small", "edge", "none"]), data=base.data_modes, wmode=base.weight_modes,
+       overlap=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, data, wmode, overlap, seed):
+    """The stride-2 planes' scaled requantization (MCU_DWPL_S2_SCALED: weights and bias times 2^(15 - R), SMMLA
+    and SSAT with ASR #14) against the reference: shifts R in [7, 13] (at both ends: the int16 lanes at -2^15
+    for a weight of -128 at R = 7), groups with a channel outside that range or a bias one past the scaled
+    bound (|bias| + 9 x 255 x 128 < 2^23) beside groups inside it, which take the unscaled loop; a ReLU
+    folded into the range (the form's condition), images whose lines end in quads, pairs, a pixel, or three;
+    the output apart from the input or below it at the window contract's limit (the rows written straight run
+    group by group over several of the emulated build's small bands)."""
+    h, w = shape
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (1, h, w, c), data)
+    wt = base.weights(rng, (3, 3, c), wmode)
+    r = {"in": rng.integers(7, 14, c), "ends": rng.choice([7, 13], c), "mixed": rng.integers(5, 16, c)}[rmode]
+    m, _ = base.per_channel(rng, c, 0, "same")
+    bound = 2**23 - 9 * 255 * 128  # the smallest |bias| the scaled form refuses
+    b = {"small": lambda: rng.integers(-(2**17), 2**17, c), "none": lambda: None,
+         "edge": lambda: rng.choice([bound - 1, -(bound - 1), bound, -bound, 0], c)}[bias]()
+    b = None if b is None else np.asarray(b, dtype=np.int32)
+    params = dict(input=x.shape, output=(1, (h - 1) // 2 + 1, (w - 1) // 2 + 1, c), ch_mult=1, kernel_h=3,
+                  kernel_w=3, stride_h=2, stride_w=2, pad_top=1, pad_left=1, dilation_h=1, dilation_w=1,
+                  input_offset=-in_zp, output_offset=-128, act_min=-128, act_max=127)
+    sh = (-r).astype(np.int32)
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    q = cb.Quant(m, sh, c)
+    if overlap:
+        status, out = _depthwise_below_input(emulated, x, wt, b, q, params, expected.shape)
+    else:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
+    assert status == MCU_OK
+    base.assert_equal(out, expected)
+
+
+def _depthwise_below_input(emulated, x, wt, b, q, params, out_shape):
+    """The not-in-place kernel with its output at the window contract's largest offset below its input."""
+    t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731
+    _, h, w, c = x.shape
+    delta = window_max_delta(t((1, c, h, w)), t((1, c, out_shape[1], out_shape[2])),
+                             (params["kernel_h"], params["kernel_w"]), (params["stride_h"], params["stride_w"]),
+                             (params["pad_top"], params["pad_left"]), (1, 1))
+    buf = np.zeros(-delta + x.size, dtype=np.int8)
+    buf[-delta:] = x.reshape(-1)
+    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+    fn = emulated.mcu_depthwise_conv2d_s8
+    fn.argtypes = [_P] * 7
+    status = fn(None, ctypes.addressof(p), ctypes.addressof(q.struct), _P(buf.ctypes.data - delta), _P(ptr(wt)),
+                _P(ptr(b) if b is not None else None), _P(buf.ctypes.data))
+    return status, buf[: int(np.prod(out_shape))].reshape(out_shape)

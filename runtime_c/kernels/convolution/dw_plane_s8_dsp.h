@@ -1525,6 +1525,68 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * about 29, before borders: at most ~35 k of mobilenet_v1's four stride-2 layers (17,280 outputs) on
  * mps2-an505-u575, for a second path with its own padding. Stride 1 loses outright (2.3 cycles a MAC
  * here, more than 3 direct). */
+/* The scaled requantization (a layer finished by MCU_DWPL_RELU, a group whose four channels have R in [7, 13]
+ * and |bias| + MCU_DWPL_WINDOW_MAX < 2^23): as the pointwise layers' scaled streams, the doubled weights and
+ * bias multiplied by 2^(14 - R) more, so that the accumulator is s = 2^(15 - R) acc (|s| < 2^31), and
+ *   C = 2^(13 - R) + 2^13 + output_offset 2^14,   output = SSAT8(floor((C 2^32 + s m) / 2^46))
+ * (SMMLA, then SSAT with ASR #14: the channel's shift brought to one; no R to load, no ASR): the same floor as
+ * the RELU form's floor((acc m + 2^30 + 2^(30+R) + output_offset 2^(31+R)) / 2^(31+R)), both sides times
+ * 2^(15 - R). Where acc m < 0 both are at most output_offset = -128 (2^(13-R) + 2^13 < 2^14), as the RELU
+ * form's (mcu_dwpl_finish). The lanes stay int16: |w| 2^(15 - R) <= 2^15 at R = 7. A finish of its own
+ * beside mcu_dwpl_finish's. */
+#define MCU_DWPL_S2_SCALED 3
+_Static_assert(MCU_DWPL_S2_SCALED != MCU_DWPL_SAT && MCU_DWPL_S2_SCALED != MCU_DWPL_CLAMP &&
+                   MCU_DWPL_S2_SCALED != MCU_DWPL_RELU,
+               "MCU_DWPL_S2_SCALED: a finish of its own");
+
+/* The group's constants (mcu_dwpl_group_init with s2 1) rescaled for MCU_DWPL_S2_SCALED; 0 (t unchanged) when
+ * some channel's R or bias is out of its range. */
+static inline int mcu_dwpl_scale_s2(mcu_dwpl_ch t[4], int32_t output_offset)
+{
+    for (int32_t k = 0; k < 4; ++k) {
+        const int32_t b = mcu_u32_to_s32(t[k].bias); /* 2 bias */
+        if (t[k].sh < 7 || t[k].sh > 13 || b >= (1 << 24) - 2 * MCU_DWPL_WINDOW_MAX ||
+            b <= -((1 << 24) - 2 * MCU_DWPL_WINDOW_MAX)) {
+            return 0;
+        }
+    }
+    /* both int16 lanes times 2^n (they fit; PKHBT), in straight lines (a loop cost about 350 cycles a
+     * group, set up once per band and group where the output overlaps the input) */
+#define MCU_DWPL_SCALE_W(k, i, n) t[k].w[i] = mcu_dwpl_lows(t[k].w[i] << (n), (t[k].w[i] >> 16) << (n));
+#define MCU_DWPL_SCALE_CH(k)                                                                  \
+    do {                                                                                      \
+        const int32_t n = 14 - t[k].sh;                                                       \
+        MCU_DWPL_SCALE_W(k, 0, n) MCU_DWPL_SCALE_W(k, 1, n) MCU_DWPL_SCALE_W(k, 2, n)         \
+        MCU_DWPL_SCALE_W(k, 3, n) MCU_DWPL_SCALE_W(k, 4, n)                                   \
+        t[k].bias <<= n;                                                                      \
+        t[k].c = (1 << (13 - t[k].sh)) + (1 << 13) + output_offset * (1 << 14);               \
+    } while (0)
+    MCU_DWPL_SCALE_CH(0);
+    MCU_DWPL_SCALE_CH(1);
+    MCU_DWPL_SCALE_CH(2);
+    MCU_DWPL_SCALE_CH(3);
+#undef MCU_DWPL_SCALE_CH
+#undef MCU_DWPL_SCALE_W
+    return 1;
+}
+
+/* MCU_DWPL_S2_SCALED's output of the scaled accumulator s (the assembly's SMMLA and SSAT). */
+static inline int32_t mcu_dwpl_rq_s2(const mcu_dwpl_ch *t, uint32_t s)
+{
+    const uint32_t hi = (uint32_t)t->c + (uint32_t)mcu_asr64((int64_t)mcu_u32_to_s32(s) * t->m, 32);
+    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), 14), -128, 127);
+}
+
+/* The constants of channels c .. c + 3 (mcu_dwpl_group_init), scaled where they may be: the group's finish. */
+static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int32_t c, int32_t ch,
+                                    const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset,
+                                    int clamp)
+{
+    mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
+                        output_offset);
+    return clamp == MCU_DWPL_RELU && mcu_dwpl_scale_s2(t, output_offset) ? MCU_DWPL_S2_SCALED : clamp;
+}
+
 #if MCU_S8_DSP_NATIVE
 /* Kernel line i's weights (w_i0 w_i1) at wofs and its third column's at w2ofs, then plane words from
  * r0 on into r4, r5, r6, r7, lr (xs). */
@@ -1610,6 +1672,64 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
         MCU_DWPL_LINE_END3
 
+/* The scaled requantization (MCU_DWPL_S2_SCALED, mcu_dwpl_scale_s2): the multiplier in r2, C in r3, then per
+ * accumulator SMMLA and SSAT with ASR #14; the output pointer, its step and the quads' end loaded in the same
+ * chain as the two constants (r4, r5, lr: free after the MACs). */
+#define MCU_DWPL_S2_SC(a) "smmla " a ", " a ", r2, r3\n\t" "ssat " a ", #8, " a ", asr #14\n\t"
+#define MCU_DWPL_S2_SC_CONSTS                                                                 \
+    "ldr r2, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"
+#define MCU_DWPL_S2_OUT4SC                                                                    \
+    MCU_DWPL_S2_SC_CONSTS                                                                     \
+    "ldr r4, [r12]\n\t"                                                                       \
+    "ldr r5, [r12, #4]\n\t"                                                                   \
+    "ldr lr, [r12, #8]\n\t" MCU_DWPL_S2_SC("r8") MCU_DWPL_S2_SC("r9") MCU_DWPL_S2_SC("r10")    \
+        MCU_DWPL_S2_SC("r11")                                                                 \
+    "add r6, r4, r5, lsl #1\n\t"                                                              \
+    "strb r8, [r4]\n\t"                                                                       \
+    "strb r9, [r4, r5]\n\t"                                                                   \
+    "strb r10, [r6]\n\t"                                                                      \
+    "strb r11, [r6, r5]\n\t"                                                                  \
+    "add r6, r6, r5, lsl #1\n\t"                                                              \
+    "str r6, [r12]\n\t"
+#define MCU_DWPL_S2_OUT2SC                                                                    \
+    MCU_DWPL_S2_SC_CONSTS                                                                     \
+    "ldrd r10, r11, [r12]\n\t" MCU_DWPL_S2_SC("r8") MCU_DWPL_S2_SC("r9")                      \
+    "strb r8, [r10]\n\t"                                                                      \
+    "strb r9, [r10, r11]\n\t"                                                                 \
+    "add r10, r10, r11, lsl #1\n\t"                                                           \
+    "str r10, [r12]\n\t"
+#define MCU_DWPL_S2_OUT1SC                                                                    \
+    MCU_DWPL_S2_SC_CONSTS                                                                     \
+    "ldrd r10, r11, [r12]\n\t" MCU_DWPL_S2_SC("r8")                                           \
+    "strb r8, [r10]\n\t"                                                                      \
+    "add r10, r10, r11\n\t"                                                                   \
+    "str r10, [r12]\n\t"
+#define MCU_DWPL_S2_OUT3SC                                                                    \
+    MCU_DWPL_S2_SC_CONSTS                                                                     \
+    "ldr r4, [r12]\n\t"                                                                       \
+    "ldr r5, [r12, #4]\n\t" MCU_DWPL_S2_SC("r8") MCU_DWPL_S2_SC("r9") MCU_DWPL_S2_SC("r10")   \
+    "add r6, r4, r5, lsl #1\n\t"                                                              \
+    "strb r8, [r4]\n\t"                                                                       \
+    "strb r9, [r4, r5]\n\t"                                                                   \
+    "strb r10, [r6]\n\t"                                                                      \
+    "add r6, r6, r5\n\t"                                                                      \
+    "str r6, [r12]\n\t"
+#define MCU_DWPL_CHANNEL_S2_SC                                                                \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_S2_OUT4SC        \
+    "cmp r0, lr\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    MCU_DWPL_TAIL                                                                             \
+    "bcc 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_S2_OUT2SC     \
+    "3:\n\t"                                                                                  \
+    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_S2_OUT1SC     \
+        MCU_DWPL_LINE_END("r1, lsl #1")
+#define MCU_DWPL_CHANNEL3_S2_SC                                                               \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_S2_OUT3SC         \
+        MCU_DWPL_LINE_END3
+
 /* Every line of one channel's plane at stride 2 from pos (its first line's position 0); three: lines of
  * three pixels. */
 /* mcu_dwpl_channel_s2's lines, as MCU_DWPL_CHANNEL_BODY: once with the sign correction, once without. */
@@ -1628,8 +1748,24 @@ static inline void mcu_dwpl_channel_s2_relu(const int16_t *pos, int32_t line_byt
 #undef MCU_DWPL_RQ
 #define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
 
+static inline void mcu_dwpl_channel_s2_scaled(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int three)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (three) {
+        MCU_DWPL_RUN(MCU_DWPL_CHANNEL3_S2_SC);
+    } else {
+        MCU_DWPL_RUN(MCU_DWPL_CHANNEL_S2_SC);
+    }
+}
+
 static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
+    if (clamp == MCU_DWPL_S2_SCALED) {
+        mcu_dwpl_channel_s2_scaled(pos, line_bytes, t, three);
+        return;
+    }
     if (clamp == MCU_DWPL_RELU) { /* the sign correction left out (MCU_DWPL_RELU) */
         mcu_dwpl_channel_s2_relu(pos, line_bytes, t, three);
         return;
@@ -1648,6 +1784,18 @@ static inline uint32_t mcu_dwpl_pixel_s2(const int16_t *pos, int32_t cols, const
     return s;
 }
 
+/* mcu_dwpl_put_out, or the scaled requantization's outputs (MCU_DWPL_S2_SCALED). */
+static inline void mcu_dwpl_put_out_s2(mcu_dwpl_ch *t, const uint32_t *s, int32_t n, int clamp)
+{
+    if (clamp != MCU_DWPL_S2_SCALED) {
+        mcu_dwpl_put_out(t, s, n, clamp);
+        return;
+    }
+    for (int32_t k = 0; k < n; ++k, t->y += t->step) {
+        t->y[0] = (int8_t)mcu_dwpl_rq_s2(t, s[k]);
+    }
+}
+
 static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     const int32_t cols = line_bytes / 2;
@@ -1655,7 +1803,7 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
         if (three) {
             const uint32_t s[3] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
                                    mcu_dwpl_pixel_s2(pos + 4, cols, t)};
-            mcu_dwpl_put_out(t, s, 3, clamp);
+            mcu_dwpl_put_out_s2(t, s, 3, clamp);
             pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
             t->y += t->yskip;
             continue;
@@ -1663,16 +1811,16 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
         for (; pos != t->end; pos += 8) { /* the assembly's quads, then a pair and a pixel alone */
             const uint32_t s[4] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
                                    mcu_dwpl_pixel_s2(pos + 4, cols, t), mcu_dwpl_pixel_s2(pos + 6, cols, t)};
-            mcu_dwpl_put_out(t, s, 4, clamp);
+            mcu_dwpl_put_out_s2(t, s, 4, clamp);
         }
         if (t->tail & 2) {
             const uint32_t s[2] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t)};
-            mcu_dwpl_put_out(t, s, 2, clamp);
+            mcu_dwpl_put_out_s2(t, s, 2, clamp);
             pos += 4;
         }
         if (t->odd) {
             const uint32_t s[1] = {mcu_dwpl_pixel_s2(pos, cols, t)};
-            mcu_dwpl_put_out(t, s, 1, clamp);
+            mcu_dwpl_put_out_s2(t, s, 1, clamp);
         }
         pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
         t->end = (const int16_t *)(const void *)((const char *)t->end + 2 * line_bytes);
@@ -1787,11 +1935,10 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
                       act_max);
     if (apart) {
         for (int32_t c = 0; c < ch; c += 4) {
-            mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
-                                bias != NULL ? bias + c : NULL, output_offset);
+            const int fin = mcu_dwpl_group_s2(t, weight, c, ch, q, bias, output_offset, clamp);
             for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
                 const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
-                mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, clamp, t, x,
+                mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, fin, t, x,
                                  y + (size_t)oh0 * (size_t)out_row + (size_t)c);
             }
         }
@@ -1809,19 +1956,22 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
         const uintptr_t room = y0 <= read ? (read - y0) / (uintptr_t)out_row : 0;
         nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
         if (room > (uintptr_t)nb) {
-            nb = g->lines - oh0 < pband ? g->lines - oh0 : pband;
-            nb = room < (uintptr_t)nb ? (int32_t)room : nb;
+            /* every row of [oh0, end) written straight: the group outer, its constants set up once for all
+             * of their bands (mobilenet_v1's 48 x 48 x 16 -> 24 x 24 layer: 12 set-ups, not 24) */
+            const int32_t end = room < (uintptr_t)(g->lines - oh0) ? oh0 + (int32_t)room : g->lines;
             for (int32_t c = 0; c < ch; c += 4) {
-                mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
-                                    bias != NULL ? bias + c : NULL, output_offset);
-                mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, clamp, t, x, (int8_t *)y0 + c);
+                const int fin = mcu_dwpl_group_s2(t, weight, c, ch, q, bias, output_offset, clamp);
+                for (int32_t o = oh0; o < end; o += pband) {
+                    mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, o, end - o < pband ? end - o : pband, &fill, fin,
+                                     t, x, y + (size_t)o * (size_t)out_row + (size_t)c);
+                }
             }
+            nb = end - oh0;
             continue;
         }
         for (int32_t c = 0; c < ch; c += 4) {
-            mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
-                                bias != NULL ? bias + c : NULL, output_offset);
-            mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, clamp, t, x, row_buf + c);
+            const int fin = mcu_dwpl_group_s2(t, weight, c, ch, q, bias, output_offset, clamp);
+            mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, fin, t, x, row_buf + c);
         }
         int8_t *d = y + (size_t)oh0 * (size_t)out_row;
         const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */
