@@ -26,6 +26,9 @@
 #ifndef MCU_PACKED_PW_SMALL
 #define MCU_PACKED_PW_SMALL 1 /* 0: a model's build where no layer takes mcu_pw16_regs / mcu_pw32_regs (specialise.py) */
 #endif
+#define MCU_PWS_STR2(x) #x
+#define MCU_PWS_STR(x) MCU_PWS_STR2(x)
+
 #if MCU_PACKED_PW_SMALL && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
 
 typedef struct {
@@ -40,9 +43,6 @@ typedef struct {
     int8_t *y;           /* the first pair's pixel A outputs */
     int32_t *col;        /* K words of scratch */
 } mcu_pws_state;
-
-#define MCU_PWS_STR2(x) #x
-#define MCU_PWS_STR(x) MCU_PWS_STR2(x)
 
 /* Input words j and j + 1 of both pixels (x at r12, pixel B K bytes on; the offset in lr) into four column words
  * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 onwards. */
@@ -215,8 +215,6 @@ static __attribute__((noinline)) void mcu_pw32_regs(const mcu_pws_state *st)
 #undef MCU_PWS_TAP0
 #undef MCU_PWS_COL
 #undef MCU_PWS_CLOBBERS
-#undef MCU_PWS_STR
-#undef MCU_PWS_STR2
 #define MCU_PW_SMALL_BUILT 1
 
 /* Whether mcu_pw16_regs / mcu_pw32_regs stand for the flat pairs of a layer of kp taps whose pair tail is `tail`
@@ -248,4 +246,119 @@ static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, i
     }
 }
 #endif
+#ifndef MCU_PACKED_PW8_16
+#define MCU_PACKED_PW8_16 1 /* 0: a model's build where no layer takes mcu_pw8_16_regs (specialise.py) */
+#endif
+#if MCU_PACKED_PW8_16 && MCU_PACKED_PW8 && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE &&         \
+    defined(__ARM_FP)
+/* Flat pointwise layers of 8 input channels and 16 output channels (mobilenet_v1's 8 -> 16 layer at 48 x 48) over a
+ * scaled stream stored whole, blocks forward: mcu_pw8_regs with all 16 channels straight-line. With the output
+ * channels known, both pixels' bytes are stored at immediate offsets from pixel A's outputs (STRB 1 cycle each,
+ * where the register offset to pixel B cost 2 and a VMOV of the stride 1 more) and the blocks need no loop (its end's
+ * compare and branch, 6 cycles a block): each channel of a pair is its bias and first two weight words in one run of
+ * three loads, eight SMLAD between the other two weight words and its (m, C), two SMMLA, two SSAT and two STRB, 24
+ * cycles where mcu_pw8_regs took 26 plus the loop's share. Registers as mcu_pw8_regs': the column r0-r3 (pixel A)
+ * and r8-r11 (B), y r4, the stream r5 (fixed for the layer), the accumulators r6 and r7, the loads r12 and lr; the
+ * input, its step, y's step, the offset and y's end in s0-s4. */
+typedef struct {
+    const int8_t *x;      /* the first pair's input (pixel A's 8 bytes, B's after them), word-aligned */
+    int32_t dx;           /* 16 (forward) or -16 (backward) */
+    int32_t dy;           /* from a pair's pixel A outputs to the next pair's: 32 or -32 */
+    uint32_t off2;        /* the input offset in both halves */
+    const int32_t *blocks;
+    int8_t *y;            /* the first pair's pixel A outputs */
+    int8_t *y_end;        /* y after the last pair's step */
+} mcu_pw8_16_state;
+
+/* Output channel .Lp8_c: block c / 4 (36 words: 4 biases, 16 weight words by tap pair, (m, C) per channel). */
+#define MCU_PW8_16_CH                                                                                      \
+    ".set .Lp8_o, (.Lp8_c / 4) * 144 + (.Lp8_c %% 4) * 4\n\t"                                             \
+    "ldr r6, [r5, #.Lp8_o]\n\t"                                                                           \
+    "ldr r12, [r5, #.Lp8_o + 16]\n\t"                                                                     \
+    "ldr lr, [r5, #.Lp8_o + 32]\n\t"                                                                      \
+    "smlad r7, r8, r12, r6\n\t"                                                                           \
+    "smlad r6, r0, r12, r6\n\t"                                                                           \
+    "smlad r7, r9, lr, r7\n\t"                                                                            \
+    "smlad r6, r1, lr, r6\n\t"                                                                            \
+    "ldr r12, [r5, #.Lp8_o + 48]\n\t"                                                                     \
+    "ldr lr, [r5, #.Lp8_o + 64]\n\t"                                                                      \
+    "smlad r7, r10, r12, r7\n\t"                                                                          \
+    "smlad r6, r2, r12, r6\n\t"                                                                           \
+    "smlad r7, r11, lr, r7\n\t"                                                                           \
+    "smlad r6, r3, lr, r6\n\t"                                                                            \
+    "ldr r12, [r5, #.Lp8_o + 80 + (.Lp8_c %% 4) * 4]\n\t"                                                 \
+    "ldr lr, [r5, #.Lp8_o + 84 + (.Lp8_c %% 4) * 4]\n\t"                                                  \
+    "smmla r6, r6, r12, lr\n\t"                                                                           \
+    "smmla r7, r7, r12, lr\n\t"                                                                           \
+    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "strb r6, [r4, #.Lp8_c]\n\t"                                                                          \
+    "strb r7, [r4, #16 + .Lp8_c]\n\t"
+
+static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st)
+{
+    register const mcu_pw8_16_state *s __asm__("r4") = st;
+    __asm__ volatile(
+        "vmov s5, r7\n\t"
+        "ldm r4, {r0, r1, r2, r3, r5, r6, r8}\n\t"
+        "vmov s0, r0\n\t"
+        "vmov s1, r1\n\t"
+        "vmov s2, r2\n\t"
+        "vmov s3, r3\n\t"
+        "vmov s4, r8\n\t"
+        "mov r4, r6\n\t"
+        "1:\n\t" /* the pair's column, its offset added: taps (0,2), (1,3), (4,6), (5,7) as the weight words */
+        "vmov r12, s0\n\t"
+        "vmov lr, s1\n\t"
+        "add lr, r12, lr\n\t"
+        "vmov s0, lr\n\t"
+        "ldr r6, [r12]\n\t"
+        "ldr r7, [r12, #4]\n\t"
+        "ldr r11, [r12, #8]\n\t"
+        "ldr r12, [r12, #12]\n\t"
+        "vmov lr, s3\n\t"
+        "sxtab16 r0, lr, r6\n\t"
+        "sxtab16 r1, lr, r6, ror #8\n\t"
+        "sxtab16 r2, lr, r7\n\t"
+        "sxtab16 r3, lr, r7, ror #8\n\t"
+        "sxtab16 r8, lr, r11\n\t"
+        "sxtab16 r9, lr, r11, ror #8\n\t"
+        "sxtab16 r10, lr, r12\n\t"
+        "sxtab16 r11, lr, r12, ror #8\n\t"
+        ".set .Lp8_c, 0\n\t"
+        ".rept 16\n\t" MCU_PW8_16_CH ".set .Lp8_c, .Lp8_c + 1\n\t"
+        ".endr\n\t"
+        "vmov r12, s2\n\t"
+        "add r4, r4, r12\n\t"
+        "vmov r12, s4\n\t"
+        "cmp r4, r12\n\t"
+        "bne 1b\n\t"
+        "vmov r7, s5\n\t"
+        : "+r"(s)
+        :
+        : "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4",
+          "s5", "cc", "memory");
+}
+#undef MCU_PW8_16_CH
+#define MCU_PW8_16_BUILT 1
+
+/* Whether mcu_pw8_16_regs stands for the flat pairs' tail (mcu_px2_tail_flat) of a layer of 8 taps and `cout` output
+ * channels (as mcu_pw8_regs_takes, 16 channels; 16 is gemm_s8_dsp.h's MCU_PX2_FWD, the blocks forward, which that
+ * header undefines at its end). */
+static inline int mcu_pw8_16_takes(int tail, int32_t cout)
+{
+    return (tail & (1 | 8 | 16)) == (8 | 16) && cout == 16;
+}
+
+/* `pairs` (>= 1) pixel pairs from x and y (pixel A's), the next ones 2 pixels on (step 1) or back (step -1). */
+static inline void mcu_pw8_16_run(const int8_t *x, int8_t *y, int32_t pairs, int step, int32_t input_offset,
+                                  const int32_t *blocks)
+{
+    const mcu_pw8_16_state s = {x, 16 * step, 32 * step, ((uint32_t)input_offset & 0xFFFFu) * 0x10001u, blocks, y,
+                                y + 32 * step * pairs};
+    mcu_pw8_16_regs(&s);
+}
+#endif
+#undef MCU_PWS_STR
+#undef MCU_PWS_STR2
 #endif /* MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H */
