@@ -14,8 +14,8 @@
  * about 3 K cycles, then about 16 for the pair's loop.
  * Registers: the column r4, the stream r5, the loads r0-r3, the accumulators r6-r12 and lr (channel c's pixel A in
  * r6 + 2c, pixel B in r7 + 2c; channel 3's in r12 and lr); the state (next input, pairs left, steps, the stream's
- * bounds, y, the column) lives in FPU registers s0-s10 (a VMOV each way is one cycle; a push would be stack the
- * planned figures cannot see). */
+ * bounds, y, the saved r7) lives in FPU registers s0-s8 and s10 (a VMOV each way is one cycle; a push would be stack
+ * the planned figures cannot see). */
 #ifndef MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
 
@@ -45,7 +45,8 @@ typedef struct {
 } mcu_pws_state;
 
 /* Input words j and j + 1 of both pixels (x at r12, pixel B K bytes on; the offset in lr) into four column words
- * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 onwards. */
+ * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 + 16 j onwards (single stores at immediate offsets, a cycle
+ * each, where an STM of four took five). */
 #define MCU_PWS_COL(K)                                                                                    \
     ".set .Lpws_j, 0\n\t"                                                                               \
     ".rept " #K " / 8\n\t"                                                                                \
@@ -57,12 +58,18 @@ typedef struct {
     "sxtab16 r7, lr, r1\n\t"                                                                              \
     "sxtab16 r8, lr, r0, ror #8\n\t"                                                                      \
     "sxtab16 r9, lr, r1, ror #8\n\t"                                                                      \
-    "stmia r4!, {r6, r7, r8, r9}\n\t"                                                                     \
+    "str r6, [r4, #16 * .Lpws_j]\n\t"                                                                   \
+    "str r7, [r4, #16 * .Lpws_j + 4]\n\t"                                                               \
+    "str r8, [r4, #16 * .Lpws_j + 8]\n\t"                                                               \
+    "str r9, [r4, #16 * .Lpws_j + 12]\n\t"                                                              \
     "sxtab16 r6, lr, r2\n\t"                                                                              \
     "sxtab16 r7, lr, r3\n\t"                                                                              \
     "sxtab16 r8, lr, r2, ror #8\n\t"                                                                      \
     "sxtab16 r9, lr, r3, ror #8\n\t"                                                                      \
-    "stmia r4!, {r6, r7, r8, r9}\n\t"                                                                     \
+    "str r6, [r4, #16 * .Lpws_j + 16]\n\t"                                                              \
+    "str r7, [r4, #16 * .Lpws_j + 20]\n\t"                                                              \
+    "str r8, [r4, #16 * .Lpws_j + 24]\n\t"                                                              \
+    "str r9, [r4, #16 * .Lpws_j + 28]\n\t"                                                              \
     ".set .Lpws_j, .Lpws_j + 2\n\t"                                                                   \
     ".endr\n\t"
 
@@ -166,16 +173,14 @@ typedef struct {
     "vmov s6, r8\n\t"                                                                                     \
     "vmov s7, r9\n\t"                                                                                     \
     "vmov s8, r10\n\t"                                                                                    \
-    "vmov s9, r11\n\t"                                                                                    \
+    "mov r4, r11\n\t" /* the column, fixed for the call */                                              \
     "1:\n\t"                                                                                              \
     "vmov r12, s0\n\t"                                                                                    \
     "vmov lr, s2\n\t"                                                                                     \
     "add lr, r12, lr\n\t"                                                                                 \
     "vmov s0, lr\n\t"                                                                                     \
     "vmov lr, s5\n\t"                                                                                     \
-    "vmov r4, s9\n\t"                                                                                     \
     MCU_PWS_COL(K)                                                                                        \
-    "vmov r4, s9\n\t"                                                                                     \
     "vmov r5, s6\n\t"                                                                                     \
     "2:\n\t"                                                                                              \
     MCU_PWS_TAP0                                                                                          \
@@ -195,7 +200,7 @@ typedef struct {
 
 #define MCU_PWS_CLOBBERS                                                                                  \
     "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4", "s5", \
-        "s6", "s7", "s8", "s9", "s10", "cc", "memory"
+        "s6", "s7", "s8", "s10", "cc", "memory"
 
 static __attribute__((noinline)) void mcu_pw16_regs(const mcu_pws_state *st)
 {
