@@ -179,20 +179,18 @@ typedef struct {
  * 1 kB). */
 #define MCU_PWS_PASS1(K) "2:\n\t" MCU_PWS_BLOCK(K, "0", MCU_PWS_A_NEXT, "0") MCU_PWS_NEXT("80 + 8 * " #K)
 #if defined(__ARM_ARCH_8M_MAIN__)
+/* Pixel A's four bytes at y + a, y left. */
+#define MCU_PWS_A_AT(a)                                                                                   \
+    "strb r6, [r0, #" a "]\n\t"                                                                            \
+    "strb r8, [r0, #" a " + 1]\n\t"                                                                        \
+    "strb r10, [r0, #" a " + 2]\n\t"                                                                       \
+    "strb r12, [r0, #" a " + 3]\n\t"
 #define MCU_PWS_PASS2(K)                                                                                  \
     "vmov r0, s9\n\t"                                                                                     \
     "cmp r0, #0\n\t"                                                                                      \
     "bne 4f\n\t"                                                                                          \
-    "2:\n\t" MCU_PWS_BLOCK(K, "0",                                                                        \
-                          "strb r6, [r0]\n\t"                                                              \
-                          "strb r8, [r0, #1]\n\t"                                                          \
-                          "strb r10, [r0, #2]\n\t"                                                         \
-                          "strb r12, [r0, #3]\n\t", "0")                                                   \
-    "3:\n\t" MCU_PWS_BLOCK(K, "80 + 8 * " #K,                                                              \
-                          "strb r6, [r0, #4]\n\t"                                                          \
-                          "strb r8, [r0, #5]\n\t"                                                          \
-                          "strb r10, [r0, #6]\n\t"                                                         \
-                          "strb r12, [r0, #7]\n\t", "4")                                                   \
+    "2:\n\t" MCU_PWS_BLOCK(K, "0", MCU_PWS_A_AT("0"), "0")                                                 \
+    "3:\n\t" MCU_PWS_BLOCK(K, "80 + 8 * " #K, MCU_PWS_A_AT("4"), "4")                                       \
     "add r0, r0, #8\n\t" MCU_PWS_NEXT("160 + 16 * " #K)
 #define MCU_PWS_ODD                                                                                       \
     "4:\n\t"                                                                                              \
@@ -269,6 +267,7 @@ static __attribute__((noinline)) void mcu_pw32_regs(const mcu_pws_state *st)
 #undef MCU_PWS_NEXT
 #undef MCU_PWS_STORE
 #undef MCU_PWS_A_NEXT
+#undef MCU_PWS_A_AT
 #undef MCU_PWS_RQ
 #undef MCU_PWS_TAPS
 #undef MCU_PWS_TAP0
