@@ -32,7 +32,7 @@ NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0,
         "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
         "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
-        "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0}
+        "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0, "MCU_PACKED_PW8_16": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -48,11 +48,11 @@ EXPECTED = {
     "small_cnn": _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, PACKED_QUADS=1, **NARROW),
     # its ReLU pointwise layers' streams scaled (tuned.takes_scaled)
     "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, PACKED_SCALED=1, **NARROW),
-    # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer (scaled, its column in registers);
-    # the 16->32, 32->32 and 32->64 ones (scaled, streams of 1.7 to 5.4 kB: pw_small_s8_dsp.h); the 3 x 3 ones by three
-    # pixels, 9 x 256 taps (pw3_s8_dsp.h)
+    # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer (scaled, its column in registers,
+    # 16 channels out: mcu_pw8_16_regs); the 16->32, 32->32 and 32->64 ones (scaled, streams of 1.7 to 5.4 kB:
+    # pw_small_s8_dsp.h); the 3 x 3 ones by three pixels, 9 x 256 taps (pw3_s8_dsp.h)
     "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_PW8=1, PACKED_PW_PAIRS=1,
-                             PACKED_SCALED=1, PACKED_PW8_REGS=1, PACKED_PW_SMALL=1, PACKED_PW3_TAPS=2304, **NARROW),
+                             PACKED_SCALED=1, PACKED_PW8_16=1, PACKED_PW_SMALL=1, PACKED_PW3_TAPS=2304, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
                         **NARROW),
@@ -111,13 +111,18 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(8, pointwise=True, pixels=2)])["MCU_PACKED_PW8"] == 0  # strided: windows
     assert merge_defines([packed_defines([_layer(8, pointwise=True, flat=True, pixels=2)]),
                           packed_defines([_layer(24)])])["MCU_PACKED_PW8"] == 1
-    # ... of them, scaled streams stored whole, 8 channels out or a multiple: each pair's column in registers
+    # ... of them, scaled streams stored whole, 8 channels out or a multiple: each pair's column in registers; 16
+    # channels out all straight-line (mcu_pw8_16_regs), the others two blocks a pass (mcu_pw8_regs)
     pw8 = {"kp": 8, "pointwise": True, "flat": True, "pixels": 2}
-    assert packed_defines([_layer(**pw8, cout=16, scaled=True)])["MCU_PACKED_PW8_REGS"] == 1
-    assert packed_defines([_layer(**pw8, cout=16)])["MCU_PACKED_PW8_REGS"] == 0
-    assert packed_defines([_layer(**pw8, cout=12, scaled=True)])["MCU_PACKED_PW8_REGS"] == 0
-    assert packed_defines([_layer(**pw8, cout=16, scaled=True, act_max=100)])["MCU_PACKED_PW8_REGS"] == 0
-    assert packed_defines([_layer(**{**pw8, "pixels": 1}, cout=16, scaled=True)])["MCU_PACKED_PW8_REGS"] == 0
+    for cout, regs, c16 in ((24, 1, 0), (8, 1, 0), (16, 0, 1)):
+        assert packed_defines([_layer(**pw8, cout=cout, scaled=True)])["MCU_PACKED_PW8_REGS"] == regs
+        assert packed_defines([_layer(**pw8, cout=cout, scaled=True)])["MCU_PACKED_PW8_16"] == c16
+    for path in ("MCU_PACKED_PW8_REGS", "MCU_PACKED_PW8_16"):
+        assert packed_defines([_layer(**pw8, cout=16)])[path] == 0
+        assert packed_defines([_layer(**pw8, cout=12, scaled=True)])[path] == 0
+        assert packed_defines([_layer(**pw8, cout=16, scaled=True, act_max=100)])[path] == 0
+        assert packed_defines([_layer(**pw8, cout=24, scaled=True, act_max=100)])[path] == 0
+        assert packed_defines([_layer(**{**pw8, "pixels": 1}, cout=16, scaled=True)])[path] == 0
     # flat pointwise pairs of 16 or 32 taps, scaled streams stored whole, no larger than 8192 B where the weights wait
     # behind a flash cache (FLAG_GROUP): one assembly each
     for kp in (16, 32):

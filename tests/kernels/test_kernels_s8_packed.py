@@ -508,7 +508,8 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     layers also in place with the output after the input (the pairs run backwards, last pair first) or
     at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input).
     ``pw8``: flat pointwise layers of 8 input channels only (mcu_pw8_pairs); with ``regs`` scaled streams of 8, 16
-    or 24 channels out whose range is all of int8 (mcu_pw8_regs: each pair's column in registers). ``small``: flat
+    or 24 channels out whose range is all of int8 (mcu_pw8_regs, mcu_pw8_16_regs for 16: each pair's column in
+    registers). ``small``: flat
     pointwise layers of 16 or 32 input channels, scaled streams of 4 to 40 channels out whose range is all of int8
     (mcu_pw16_regs, mcu_pw32_regs). ``chain``: flat scaled streams of 64, 128 or 256 channels in, grouped, whose
     range is all of int8 (on the Cortex-M33 a group's part runs its pairs chained through the direct entry:
@@ -663,7 +664,8 @@ def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict],
     with the reference on the Cortex-M33 and M4: 1 to 21 pixels (up to 10 pairs, a last odd pixel alone),
     forward, in place forward and backward (the pairs last first), all four tails (the activation range
     from the output offset or not, clamped or all of int8), extremes of inputs, weights, biases and
-    multipliers; and 12 layers of scaled streams whose range is all of int8, 8 to 24 channels out (mcu_pw8_regs)."""
+    multipliers; and 12 layers of scaled streams whose range is all of int8, 8 to 24 channels out (mcu_pw8_regs;
+    mcu_pw8_16_regs for 16)."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 

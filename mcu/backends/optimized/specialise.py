@@ -165,7 +165,12 @@ class PackedLayer:
     def takes_pw8_regs(self) -> bool:
         """The register loop of 8 taps (mcu_pw8_regs) may run it: a pw8 layer of a scaled stream whose range is all of
         int8 (its bytes stored whole, the blocks forward), two blocks a pass (output channels a multiple of 8)."""
-        return self.takes_pw8() and self.scaled and not self.clamps() and self.cout % 8 == 0
+        return self.takes_pw8() and self.scaled and not self.clamps() and self.cout % 8 == 0 and self.cout != 16
+
+    def takes_pw8_16(self) -> bool:
+        """The register loop of 8 taps and 16 channels out (mcu_pw8_16_regs in pw_small_s8_dsp.h), which takes the
+        layers of 16 channels mcu_pw8_regs would run (the C's ``mcu_pw8_16_takes``)."""
+        return self.takes_pw8() and self.scaled and not self.clamps() and self.cout == 16
 
     def takes_pw_small(self) -> bool:
         """The register loops of 16 or 32 taps (mcu_pw16_regs, mcu_pw32_regs in pw_small_s8_dsp.h) may run it: flat
@@ -196,7 +201,7 @@ class PackedLayer:
 PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACKED_NARROW_K3C3", "MCU_PACKED_BYTES",
          "MCU_PACKED_PW8", "MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
          "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED", "MCU_PACKED_NARROW_ROWS", "MCU_PACKED_PW8_REGS",
-         "MCU_PACKED_PW_SMALL")
+         "MCU_PACKED_PW_SMALL", "MCU_PACKED_PW8_16")
 
 
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
@@ -224,6 +229,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
             "MCU_PACKED_PW8": int(any(layer.takes_pw8() for layer in layers)),
             "MCU_PACKED_PW8_REGS": int(any(layer.takes_pw8_regs() for layer in layers)),
+            "MCU_PACKED_PW8_16": int(any(layer.takes_pw8_16() for layer in layers)),
             "MCU_PACKED_PW_SMALL": int(any(layer.takes_pw_small() for layer in layers)),
             "MCU_PACKED_PW_PAIRS": int(any(layer.takes_pw_pairs() for layer in layers)),
             "MCU_PACKED_QUADS": int(any(layer.takes_quads() for layer in layers))}

@@ -518,6 +518,12 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
 static void pw8_run(const layer_t *l, const int32_t *packed, void *buf, const int8_t *x, int8_t *y, int64_t pairs,
                     int step, int32_t input_offset)
 {
+#if defined(MCU_PW8_16_BUILT)
+    if (mcu_pw8_16_takes(l->px2f, l->cout)) { /* as below, 16 channels out: pw_small_s8_dsp.h */
+        mcu_pw8_16_run(x, y, (int32_t)pairs, step, input_offset, packed);
+        return;
+    }
+#endif
 #if defined(MCU_PW8_REGS_BUILT)
     if (mcu_pw8_regs_takes(l->px2f, l->cout)) { /* a scaled stream, its bytes whole, forward */
         const mcu_pw8r_state r = {x, (int32_t)pairs, 16 * step, step > 0 ? l->cout : -3 * l->cout, l->cout,

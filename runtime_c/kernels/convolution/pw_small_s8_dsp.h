@@ -14,8 +14,8 @@
  * about 3 K cycles, then about 16 for the pair's loop.
  * Registers: the column r4, the stream r5, the loads r0-r3, the accumulators r6-r12 and lr (channel c's pixel A in
  * r6 + 2c, pixel B in r7 + 2c; channel 3's in r12 and lr); the state (next input, pairs left, steps, the stream's
- * bounds, y, the column) lives in FPU registers s0-s10 (a VMOV each way is one cycle; a push would be stack the
- * planned figures cannot see). */
+ * bounds, y, the saved r7) lives in FPU registers s0-s8 and s10 (a VMOV each way is one cycle; a push would be stack
+ * the planned figures cannot see). */
 #ifndef MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
 
@@ -26,6 +26,9 @@
 #ifndef MCU_PACKED_PW_SMALL
 #define MCU_PACKED_PW_SMALL 1 /* 0: a model's build where no layer takes mcu_pw16_regs / mcu_pw32_regs (specialise.py) */
 #endif
+#define MCU_PWS_STR2(x) #x
+#define MCU_PWS_STR(x) MCU_PWS_STR2(x)
+
 #if MCU_PACKED_PW_SMALL && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
 
 typedef struct {
@@ -39,13 +42,12 @@ typedef struct {
     const int32_t *end;  /* after the last block */
     int8_t *y;           /* the first pair's pixel A outputs */
     int32_t *col;        /* K words of scratch */
+    int32_t back;        /* MCU_PWS_PASS2 and an odd count: a block's bytes (the pass entered at its second); else 0 */
 } mcu_pws_state;
 
-#define MCU_PWS_STR2(x) #x
-#define MCU_PWS_STR(x) MCU_PWS_STR2(x)
-
 /* Input words j and j + 1 of both pixels (x at r12, pixel B K bytes on; the offset in lr) into four column words
- * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 onwards. */
+ * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 + 16 j onwards (single stores at immediate offsets, a cycle
+ * each, where an STM of four took five). */
 #define MCU_PWS_COL(K)                                                                                    \
     ".set .Lpws_j, 0\n\t"                                                                               \
     ".rept " #K " / 8\n\t"                                                                                \
@@ -57,12 +59,18 @@ typedef struct {
     "sxtab16 r7, lr, r1\n\t"                                                                              \
     "sxtab16 r8, lr, r0, ror #8\n\t"                                                                      \
     "sxtab16 r9, lr, r1, ror #8\n\t"                                                                      \
-    "stmia r4!, {r6, r7, r8, r9}\n\t"                                                                     \
+    "str r6, [r4, #16 * .Lpws_j]\n\t"                                                                   \
+    "str r7, [r4, #16 * .Lpws_j + 4]\n\t"                                                               \
+    "str r8, [r4, #16 * .Lpws_j + 8]\n\t"                                                               \
+    "str r9, [r4, #16 * .Lpws_j + 12]\n\t"                                                              \
     "sxtab16 r6, lr, r2\n\t"                                                                              \
     "sxtab16 r7, lr, r3\n\t"                                                                              \
     "sxtab16 r8, lr, r2, ror #8\n\t"                                                                      \
     "sxtab16 r9, lr, r3, ror #8\n\t"                                                                      \
-    "stmia r4!, {r6, r7, r8, r9}\n\t"                                                                     \
+    "str r6, [r4, #16 * .Lpws_j + 16]\n\t"                                                              \
+    "str r7, [r4, #16 * .Lpws_j + 20]\n\t"                                                              \
+    "str r8, [r4, #16 * .Lpws_j + 24]\n\t"                                                              \
+    "str r9, [r4, #16 * .Lpws_j + 28]\n\t"                                                              \
     ".set .Lpws_j, .Lpws_j + 2\n\t"                                                                   \
     ".endr\n\t"
 
@@ -71,18 +79,18 @@ typedef struct {
 #define MCU_PWS_TAP0                                                                                      \
     "ldr r0, [r4, #0]\n\t"                                                                                \
     "ldr r1, [r4, #4]\n\t"                                                                                \
-    "ldr r2, [r5, #16]\n\t"                                                                               \
-    "ldr r3, [r5, #20]\n\t"                                                                               \
-    "ldr r6, [r5, #0]\n\t"                                                                                \
-    "ldr r8, [r5, #4]\n\t"                                                                                \
-    "ldr r10, [r5, #8]\n\t"                                                                               \
-    "ldr r12, [r5, #12]\n\t"                                                                              \
+    "ldr r2, [r5, #.Lpws_o + 16]\n\t"                                                                               \
+    "ldr r3, [r5, #.Lpws_o + 20]\n\t"                                                                               \
+    "ldr r6, [r5, #.Lpws_o + 0]\n\t"                                                                                \
+    "ldr r8, [r5, #.Lpws_o + 4]\n\t"                                                                                \
+    "ldr r10, [r5, #.Lpws_o + 8]\n\t"                                                                               \
+    "ldr r12, [r5, #.Lpws_o + 12]\n\t"                                                                              \
     "smlad r7, r1, r2, r6\n\t"                                                                            \
     "smlad r6, r0, r2, r6\n\t"                                                                            \
     "smlad r9, r1, r3, r8\n\t"                                                                            \
     "smlad r8, r0, r3, r8\n\t"                                                                            \
-    "ldr r2, [r5, #24]\n\t"                                                                               \
-    "ldr r3, [r5, #28]\n\t"                                                                               \
+    "ldr r2, [r5, #.Lpws_o + 24]\n\t"                                                                               \
+    "ldr r3, [r5, #.Lpws_o + 28]\n\t"                                                                               \
     "smlad r11, r1, r2, r10\n\t"                                                                          \
     "smlad r10, r0, r2, r10\n\t"                                                                          \
     "smlad lr, r1, r3, r12\n\t"                                                                           \
@@ -94,14 +102,14 @@ typedef struct {
     ".rept " #K " / 2 - 1\n\t"                                                                            \
     "ldr r0, [r4, #8 * .Lpws_t]\n\t"                                                                    \
     "ldr r1, [r4, #8 * .Lpws_t + 4]\n\t"                                                                \
-    "ldr r2, [r5, #16 + 16 * .Lpws_t]\n\t"                                                              \
-    "ldr r3, [r5, #20 + 16 * .Lpws_t]\n\t"                                                              \
+    "ldr r2, [r5, #.Lpws_o + 16 + 16 * .Lpws_t]\n\t"                                                              \
+    "ldr r3, [r5, #.Lpws_o + 20 + 16 * .Lpws_t]\n\t"                                                              \
     "smlad r6, r0, r2, r6\n\t"                                                                            \
     "smlad r7, r1, r2, r7\n\t"                                                                            \
     "smlad r8, r0, r3, r8\n\t"                                                                            \
     "smlad r9, r1, r3, r9\n\t"                                                                            \
-    "ldr r2, [r5, #24 + 16 * .Lpws_t]\n\t"                                                              \
-    "ldr r3, [r5, #28 + 16 * .Lpws_t]\n\t"                                                              \
+    "ldr r2, [r5, #.Lpws_o + 24 + 16 * .Lpws_t]\n\t"                                                              \
+    "ldr r3, [r5, #.Lpws_o + 28 + 16 * .Lpws_t]\n\t"                                                              \
     "smlad r10, r0, r2, r10\n\t"                                                                          \
     "smlad r11, r1, r2, r11\n\t"                                                                          \
     "smlad r12, r0, r3, r12\n\t"                                                                          \
@@ -109,21 +117,20 @@ typedef struct {
     ".set .Lpws_t, .Lpws_t + 1\n\t"                                                                   \
     ".endr\n\t"
 
-/* The block's (m, C) per channel after its 2 K weight words (at r5 + 16 + 8 K): SMMLA, SSAT, and the eight bytes
- * stored, pixel A's at y (s8, which moves on 4) and B's a stride (s4) after them; then the next block. */
+/* The block's (m, C) per channel after its 2 K weight words (at r5 + 16 + 8 K): SMMLA and SSAT. */
 #define MCU_PWS_RQ(K)                                                                                     \
-    "ldr r0, [r5, #16 + 8 * " #K "]\n\t"                                                                  \
-    "ldr r1, [r5, #20 + 8 * " #K "]\n\t"                                                                  \
-    "ldr r2, [r5, #24 + 8 * " #K "]\n\t"                                                                  \
-    "ldr r3, [r5, #28 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r0, [r5, #.Lpws_o + 16 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r1, [r5, #.Lpws_o + 20 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r2, [r5, #.Lpws_o + 24 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r3, [r5, #.Lpws_o + 28 + 8 * " #K "]\n\t"                                                                  \
     "smmla r6, r6, r0, r1\n\t"                                                                            \
     "smmla r7, r7, r0, r1\n\t"                                                                            \
     "smmla r8, r8, r2, r3\n\t"                                                                            \
     "smmla r9, r9, r2, r3\n\t"                                                                            \
-    "ldr r0, [r5, #32 + 8 * " #K "]\n\t"                                                                  \
-    "ldr r1, [r5, #36 + 8 * " #K "]\n\t"                                                                  \
-    "ldr r2, [r5, #40 + 8 * " #K "]\n\t"                                                                  \
-    "ldr r3, [r5, #44 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r0, [r5, #.Lpws_o + 32 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r1, [r5, #.Lpws_o + 36 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r2, [r5, #.Lpws_o + 40 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r3, [r5, #.Lpws_o + 44 + 8 * " #K "]\n\t"                                                                  \
     "smmla r10, r10, r0, r1\n\t"                                                                          \
     "smmla r11, r11, r0, r1\n\t"                                                                          \
     "smmla r12, r12, r2, r3\n\t"                                                                          \
@@ -135,28 +142,74 @@ typedef struct {
     "ssat r10, #8, r10, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
     "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
     "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+
+/* The block's eight bytes, pixel A's at y (s8) by `stores_a` and B's a stride (s4) after y + b. */
+#define MCU_PWS_STORE(stores_a, b)                                                                        \
     "vmov r0, s8\n\t"                                                                                     \
     "vmov r1, s4\n\t"                                                                                     \
-    "add r1, r1, r0\n\t"                                                                                  \
+    "add r1, r1, r0\n\t" stores_a                                                                         \
+    "strb r7, [r1, #" b "]\n\t"                                                                           \
+    "strb r9, [r1, #" b " + 1]\n\t"                                                                       \
+    "strb r11, [r1, #" b " + 2]\n\t"                                                                      \
+    "strb lr, [r1, #" b " + 3]\n\t"
+/* Pixel A's four bytes at y, y then on by 4 (a pass's last block). */
+#define MCU_PWS_A_NEXT                                                                                    \
     "strb r8, [r0, #1]\n\t"                                                                               \
     "strb r10, [r0, #2]\n\t"                                                                              \
     "strb r12, [r0, #3]\n\t"                                                                              \
-    "strb r6, [r0], #4\n\t"                                                                               \
-    "strb r7, [r1]\n\t"                                                                                   \
-    "strb r9, [r1, #1]\n\t"                                                                               \
-    "strb r11, [r1, #2]\n\t"                                                                              \
-    "strb lr, [r1, #3]\n\t"                                                                               \
+    "strb r6, [r0], #4\n\t"
+
+/* The pass's end: y (r0) to s8, the stream on by `ds`, the next pass unless the stream's end (s7). */
+#define MCU_PWS_NEXT(ds)                                                                                  \
     "vmov s8, r0\n\t"                                                                                     \
-    "add r5, r5, #80 + 8 * " #K "\n\t"                                                                    \
+    "add r5, r5, #" ds "\n\t"                                                                             \
     "vmov r0, s7\n\t"                                                                                     \
     "cmp r5, r0\n\t"                                                                                      \
     "bne 2b\n\t"
 
+/* A block at the stream's offset o, its bytes stored as MCU_PWS_STORE's. */
+#define MCU_PWS_BLOCK(K, o, stores_a, b)                                                                  \
+    ".set .Lpws_o, " o "\n\t" MCU_PWS_TAP0 MCU_PWS_TAPS(K) MCU_PWS_RQ(K) MCU_PWS_STORE(stores_a, b)
+
+/* Blocks a pass: MCU_PWS_PASS1 one, MCU_PWS_PASS2 two (the pass's end once per 8 outputs: 3 cycles a block less), an
+ * odd count entering at the second (MCU_PWS_ODD; r0 the stream's step back, s9). Two for 16 taps on the Cortex-M33
+ * (1.5 kB of code in its 8 kB ICACHE); for 32 taps the 2.6 kB of code and mobilenet_v1's 32 -> 64 layer's 4.9 kB
+ * stream took 19 k cycles of misses there for 7 k saved in its 32 -> 32 layer. One on the M4 (the L4R5's ART holds
+ * 1 kB). */
+#define MCU_PWS_PASS1(K) "2:\n\t" MCU_PWS_BLOCK(K, "0", MCU_PWS_A_NEXT, "0") MCU_PWS_NEXT("80 + 8 * " #K)
+#if defined(__ARM_ARCH_8M_MAIN__)
+/* Pixel A's four bytes at y + a, y left. */
+#define MCU_PWS_A_AT(a)                                                                                   \
+    "strb r6, [r0, #" a "]\n\t"                                                                            \
+    "strb r8, [r0, #" a " + 1]\n\t"                                                                        \
+    "strb r10, [r0, #" a " + 2]\n\t"                                                                       \
+    "strb r12, [r0, #" a " + 3]\n\t"
+#define MCU_PWS_PASS2(K)                                                                                  \
+    "vmov r0, s9\n\t"                                                                                     \
+    "cmp r0, #0\n\t"                                                                                      \
+    "bne 4f\n\t"                                                                                          \
+    "2:\n\t" MCU_PWS_BLOCK(K, "0", MCU_PWS_A_AT("0"), "0")                                                 \
+    "3:\n\t" MCU_PWS_BLOCK(K, "80 + 8 * " #K, MCU_PWS_A_AT("4"), "4")                                       \
+    "add r0, r0, #8\n\t" MCU_PWS_NEXT("160 + 16 * " #K)
+#define MCU_PWS_ODD                                                                                       \
+    "4:\n\t"                                                                                              \
+    "sub r5, r5, r0\n\t"                                                                                  \
+    "vmov r0, s8\n\t"                                                                                     \
+    "sub r0, r0, #4\n\t"                                                                                  \
+    "vmov s8, r0\n\t"                                                                                     \
+    "b 3b\n\t"
+#define MCU_PWS_TWO 1
+#else
+#define MCU_PWS_PASS2 MCU_PWS_PASS1
+#define MCU_PWS_ODD ""
+#define MCU_PWS_TWO 0
+#endif
+
 /* Every pair of the run: its column, then every block; y then stands at pixel A's output end. */
-#define MCU_PWS_BODY(K)                                                                                   \
+#define MCU_PWS_BODY(K, PASS, ODD)                                                                        \
     "vmov s10, r7\n\t"                                                                                    \
-    "ldm r4, {r0, r1, r2, r3, r5, r6, r8, r9, r10, r11}\n\t"                                              \
+    "ldm r4, {r0, r1, r2, r3, r5, r6, r8, r9, r10, r11, r12}\n\t"                                         \
     "vmov s0, r0\n\t"                                                                                     \
     "vmov s1, r1\n\t"                                                                                     \
     "vmov s2, r2\n\t"                                                                                     \
@@ -166,21 +219,17 @@ typedef struct {
     "vmov s6, r8\n\t"                                                                                     \
     "vmov s7, r9\n\t"                                                                                     \
     "vmov s8, r10\n\t"                                                                                    \
-    "vmov s9, r11\n\t"                                                                                    \
+    "vmov s9, r12\n\t"                                                                                    \
+    "mov r4, r11\n\t" /* the column, fixed for the call */                                              \
     "1:\n\t"                                                                                              \
     "vmov r12, s0\n\t"                                                                                    \
     "vmov lr, s2\n\t"                                                                                     \
     "add lr, r12, lr\n\t"                                                                                 \
     "vmov s0, lr\n\t"                                                                                     \
     "vmov lr, s5\n\t"                                                                                     \
-    "vmov r4, s9\n\t"                                                                                     \
     MCU_PWS_COL(K)                                                                                        \
-    "vmov r4, s9\n\t"                                                                                     \
     "vmov r5, s6\n\t"                                                                                     \
-    "2:\n\t"                                                                                              \
-    MCU_PWS_TAP0                                                                                          \
-    MCU_PWS_TAPS(K)                                                                                       \
-    MCU_PWS_RQ(K)                                                                                         \
+    PASS(K)                                                                                               \
     "vmov r12, s1\n\t"                                                                                    \
     "subs r12, r12, #1\n\t"                                                                               \
     "beq 9f\n\t"                                                                                          \
@@ -190,6 +239,7 @@ typedef struct {
     "add r12, r12, lr\n\t"                                                                                \
     "vmov s8, r12\n\t"                                                                                    \
     "b 1b\n\t"                                                                                            \
+    ODD                                                                                                   \
     "9:\n\t"                                                                                              \
     "vmov r7, s10\n\t"
 
@@ -200,23 +250,29 @@ typedef struct {
 static __attribute__((noinline)) void mcu_pw16_regs(const mcu_pws_state *st)
 {
     register const mcu_pws_state *s __asm__("r4") = st;
-    __asm__ volatile(MCU_PWS_BODY(16) : "+r"(s) : : MCU_PWS_CLOBBERS);
+    __asm__ volatile(MCU_PWS_BODY(16, MCU_PWS_PASS2, MCU_PWS_ODD) : "+r"(s) : : MCU_PWS_CLOBBERS);
 }
 
 static __attribute__((noinline)) void mcu_pw32_regs(const mcu_pws_state *st)
 {
     register const mcu_pws_state *s __asm__("r4") = st;
-    __asm__ volatile(MCU_PWS_BODY(32) : "+r"(s) : : MCU_PWS_CLOBBERS);
+    __asm__ volatile(MCU_PWS_BODY(32, MCU_PWS_PASS1, "") : "+r"(s) : : MCU_PWS_CLOBBERS);
 }
 
 #undef MCU_PWS_BODY
+#undef MCU_PWS_PASS1
+#undef MCU_PWS_PASS2
+#undef MCU_PWS_ODD
+#undef MCU_PWS_BLOCK
+#undef MCU_PWS_NEXT
+#undef MCU_PWS_STORE
+#undef MCU_PWS_A_NEXT
+#undef MCU_PWS_A_AT
 #undef MCU_PWS_RQ
 #undef MCU_PWS_TAPS
 #undef MCU_PWS_TAP0
 #undef MCU_PWS_COL
 #undef MCU_PWS_CLOBBERS
-#undef MCU_PWS_STR
-#undef MCU_PWS_STR2
 #define MCU_PW_SMALL_BUILT 1
 
 /* Whether mcu_pw16_regs / mcu_pw32_regs stand for the flat pairs of a layer of kp taps whose pair tail is `tail`
@@ -240,7 +296,8 @@ static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, i
                              blocks,
                              blocks + (cout / 4) * mcu_packed_block_words(kp),
                              y,
-                             col};
+                             col,
+                             MCU_PWS_TWO && kp == 16 && (cout / 4) % 2 ? 4 * mcu_packed_block_words(kp) : 0};
     if (kp == 16) {
         mcu_pw16_regs(&s);
     } else {
@@ -248,4 +305,151 @@ static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, i
     }
 }
 #endif
+#ifndef MCU_PACKED_PW8_16
+#define MCU_PACKED_PW8_16 1 /* 0: a model's build where no layer takes mcu_pw8_16_regs (specialise.py) */
+#endif
+#if MCU_PACKED_PW8_16 && MCU_PACKED_PW8 && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE &&         \
+    defined(__ARM_FP)
+/* Flat pointwise layers of 8 input channels and 16 output channels (mobilenet_v1's 8 -> 16 layer at 48 x 48) over a
+ * scaled stream stored whole, blocks forward: mcu_pw8_regs with all 16 channels straight-line. With the output
+ * channels known, both pixels' bytes are stored at immediate offsets from pixel A's outputs (STRB 1 cycle each,
+ * where the register offset to pixel B cost 2 and a VMOV of the stride 1 more) and the blocks need no loop (its end's
+ * compare and branch, 6 cycles a block): each channel of a pair is its bias and first two weight words in one run of
+ * three loads, eight SMLAD between the other two weight words and its (m, C), two SMMLA, two SSAT and two STRB, 24
+ * cycles where mcu_pw8_regs took 26 plus the loop's share. Registers as mcu_pw8_regs': the column r0-r3 (pixel A)
+ * and r8-r11 (B), y r4, the stream r5 (fixed for the layer), the accumulators r6 and r7, the loads r12 and lr; the
+ * input, its step, y's step, the offset and y's end in s0-s4. */
+typedef struct {
+    const int8_t *x;      /* the first pair's input (pixel A's 8 bytes, B's after them), word-aligned */
+    int32_t dx;           /* 16 (forward) or -16 (backward) */
+    int32_t dy;           /* from pixel A's outputs as the passes leave y to the next pair's */
+    uint32_t off2;        /* the input offset in both halves */
+    const int32_t *blocks;
+    int8_t *y;            /* the first pair's pixel A outputs */
+    int8_t *y_end;        /* y after the last pair's step */
+} mcu_pw8_16_state;
+
+/* Output channels a pass: all 16 on the Cortex-M33 (its 8 kB ICACHE holds the 1.4 kB of code), 8 on the M4 (the
+ * L4R5's ART holds 1 kB: the whole straight-line body took 812 k cycles of mobilenet_v1's layer there where
+ * mcu_pw8_regs took 621 k). */
+#if defined(__ARM_ARCH_8M_MAIN__)
+#define MCU_PW8_16_PASS 16
+#else
+#define MCU_PW8_16_PASS 8
+#endif
+#define MCU_PW8_16_STR2(x) #x
+#define MCU_PW8_16_STR(x) MCU_PW8_16_STR2(x)
+
+/* Output channel .Lp8_c of a pass: block c / 4 (36 words: 4 biases, 16 weight words by tap pair, (m, C) per channel). */
+#define MCU_PW8_16_CH                                                                                      \
+    ".set .Lp8_o, (.Lp8_c / 4) * 144 + (.Lp8_c %% 4) * 4\n\t"                                             \
+    "ldr r6, [r5, #.Lp8_o]\n\t"                                                                           \
+    "ldr r12, [r5, #.Lp8_o + 16]\n\t"                                                                     \
+    "ldr lr, [r5, #.Lp8_o + 32]\n\t"                                                                      \
+    "smlad r7, r8, r12, r6\n\t"                                                                           \
+    "smlad r6, r0, r12, r6\n\t"                                                                           \
+    "smlad r7, r9, lr, r7\n\t"                                                                            \
+    "smlad r6, r1, lr, r6\n\t"                                                                            \
+    "ldr r12, [r5, #.Lp8_o + 48]\n\t"                                                                     \
+    "ldr lr, [r5, #.Lp8_o + 64]\n\t"                                                                      \
+    "smlad r7, r10, r12, r7\n\t"                                                                          \
+    "smlad r6, r2, r12, r6\n\t"                                                                           \
+    "smlad r7, r11, lr, r7\n\t"                                                                           \
+    "smlad r6, r3, lr, r6\n\t"                                                                            \
+    "ldr r12, [r5, #.Lp8_o + 80 + (.Lp8_c %% 4) * 4]\n\t"                                                 \
+    "ldr lr, [r5, #.Lp8_o + 84 + (.Lp8_c %% 4) * 4]\n\t"                                                  \
+    "smmla r6, r6, r12, lr\n\t"                                                                           \
+    "smmla r7, r7, r12, lr\n\t"                                                                           \
+    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "strb r6, [r4, #.Lp8_c]\n\t"                                                                          \
+    "strb r7, [r4, #16 + .Lp8_c]\n\t"
+
+static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st)
+{
+    register const mcu_pw8_16_state *s __asm__("r4") = st;
+    __asm__ volatile(
+        "vmov s5, r7\n\t"
+        "ldm r4, {r0, r1, r2, r3, r5, r6, r8}\n\t"
+        "vmov s0, r0\n\t"
+        "vmov s1, r1\n\t"
+        "vmov s2, r2\n\t"
+        "vmov s3, r3\n\t"
+        "vmov s4, r8\n\t"
+        "mov r4, r6\n\t"
+#if MCU_PW8_16_PASS < 16
+        "vmov s7, r5\n\t"
+        "add r6, r5, #576\n\t"
+        "vmov s6, r6\n\t"
+#endif
+        "1:\n\t" /* the pair's column, its offset added: taps (0,2), (1,3), (4,6), (5,7) as the weight words */
+        "vmov r12, s0\n\t"
+        "vmov lr, s1\n\t"
+        "add lr, r12, lr\n\t"
+        "vmov s0, lr\n\t"
+        "ldr r6, [r12]\n\t"
+        "ldr r7, [r12, #4]\n\t"
+        "ldr r11, [r12, #8]\n\t"
+        "ldr r12, [r12, #12]\n\t"
+        "vmov lr, s3\n\t"
+        "sxtab16 r0, lr, r6\n\t"
+        "sxtab16 r1, lr, r6, ror #8\n\t"
+        "sxtab16 r2, lr, r7\n\t"
+        "sxtab16 r3, lr, r7, ror #8\n\t"
+        "sxtab16 r8, lr, r11\n\t"
+        "sxtab16 r9, lr, r11, ror #8\n\t"
+        "sxtab16 r10, lr, r12\n\t"
+        "sxtab16 r11, lr, r12, ror #8\n\t"
+        "2:\n\t"
+        ".set .Lp8_c, 0\n\t"
+        ".rept " MCU_PW8_16_STR(MCU_PW8_16_PASS) "\n\t" MCU_PW8_16_CH ".set .Lp8_c, .Lp8_c + 1\n\t"
+        ".endr\n\t"
+#if MCU_PW8_16_PASS < 16 /* the next pass, y and the stream on; the stream back after the last */
+        "add r4, r4, #" MCU_PW8_16_STR(MCU_PW8_16_PASS) "\n\t"
+        "add r5, r5, #36 * " MCU_PW8_16_STR(MCU_PW8_16_PASS) "\n\t"
+        "vmov r12, s6\n\t"
+        "cmp r5, r12\n\t"
+        "bne 2b\n\t"
+        "vmov r5, s7\n\t"
+#endif
+        "vmov r12, s2\n\t"
+        "add r4, r4, r12\n\t"
+        "vmov r12, s4\n\t"
+        "cmp r4, r12\n\t"
+        "bne 1b\n\t"
+        "vmov r7, s5\n\t"
+        : "+r"(s)
+        :
+        : "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4",
+          "s5", "s6", "s7", "cc", "memory");
+}
+#undef MCU_PW8_16_CH
+#undef MCU_PW8_16_STR
+#undef MCU_PW8_16_STR2
+#define MCU_PW8_16_BUILT 1
+
+/* Whether mcu_pw8_16_regs stands for the flat pairs' tail (mcu_px2_tail_flat) of a layer of 8 taps and `cout` output
+ * channels (as mcu_pw8_regs_takes, 16 channels; 16 is gemm_s8_dsp.h's MCU_PX2_FWD, the blocks forward, which that
+ * header undefines at its end). */
+static inline int mcu_pw8_16_takes(int tail, int32_t cout)
+{
+    return (tail & (1 | 8 | 16)) == (8 | 16) && cout == 16;
+}
+
+/* `pairs` (>= 1) pixel pairs from x and y (pixel A's), the next ones 2 pixels on (step 1) or back (step -1). */
+static inline void mcu_pw8_16_run(const int8_t *x, int8_t *y, int32_t pairs, int step, int32_t input_offset,
+                                  const int32_t *blocks)
+{
+    const mcu_pw8_16_state s = {x,
+                                16 * step,
+                                32 * step - (MCU_PW8_16_PASS < 16 ? 16 : 0), /* the passes moved y on by 16 */
+                                ((uint32_t)input_offset & 0xFFFFu) * 0x10001u,
+                                blocks,
+                                y,
+                                y + 32 * step * pairs};
+    mcu_pw8_16_regs(&s);
+}
+#endif
+#undef MCU_PWS_STR
+#undef MCU_PWS_STR2
 #endif /* MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H */
