@@ -607,7 +607,7 @@ def test_depthwise_s8_direct_small_images(emulated, case):
        bias=st.sampled_from(["small", "small", "edge", "none"]), data=base.data_modes, wmode=base.weight_modes,
        overlap=st.booleans(), seed=st.integers(0, 2**32 - 1))
 def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, data, wmode, overlap, seed):
-    """The stride-2 planes' scaled requantization (MCU_DWPL_S2_SCALED: weights and bias times 2^(15 - R), SMMLA
+    """The stride-2 planes' scaled requantization (MCU_DWPL_SCALED at stride 2: weights and bias times 2^(15 - R), SMMLA
     and SSAT with ASR #14) against the reference: shifts R in [7, 13] (at both ends: the int16 lanes at -2^15
     for a weight of -128 at R = 7), groups with a channel outside that range or a bias one past the scaled
     bound (|bias| + 9 x 255 x 128 < 2^23) beside groups inside it, which take the unscaled loop; a ReLU

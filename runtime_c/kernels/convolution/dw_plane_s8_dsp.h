@@ -1525,21 +1525,11 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * about 29, before borders: at most ~35 k of mobilenet_v1's four stride-2 layers (17,280 outputs) on
  * mps2-an505-u575, for a second path with its own padding. Stride 1 loses outright (2.3 cycles a MAC
  * here, more than 3 direct). */
-/* The scaled requantization (a layer finished by MCU_DWPL_RELU, a group whose four channels have R in [7, 13]
- * and |bias| + MCU_DWPL_WINDOW_MAX < 2^23): as the pointwise layers' scaled streams, the doubled weights and
- * bias multiplied by 2^(14 - R) more, so that the accumulator is s = 2^(15 - R) acc (|s| < 2^31), and
- *   C = 2^(13 - R) + 2^13 + output_offset 2^14,   output = SSAT8(floor((C 2^32 + s m) / 2^46))
- * (SMMLA, then SSAT with ASR #14: the channel's shift brought to one; no R to load, no ASR): the same floor as
- * the RELU form's floor((acc m + 2^30 + 2^(30+R) + output_offset 2^(31+R)) / 2^(31+R)), both sides times
- * 2^(15 - R). Where acc m < 0 both are at most output_offset = -128 (2^(13-R) + 2^13 < 2^14), as the RELU
- * form's (mcu_dwpl_finish). The lanes stay int16: |w| 2^(15 - R) <= 2^15 at R = 7. A finish of its own
- * beside mcu_dwpl_finish's. */
-#define MCU_DWPL_S2_SCALED 3
-_Static_assert(MCU_DWPL_S2_SCALED != MCU_DWPL_SAT && MCU_DWPL_S2_SCALED != MCU_DWPL_CLAMP &&
-                   MCU_DWPL_S2_SCALED != MCU_DWPL_RELU,
-               "MCU_DWPL_S2_SCALED: a finish of its own");
-
-/* The group's constants (mcu_dwpl_group_init with s2 1) rescaled for MCU_DWPL_S2_SCALED; 0 (t unchanged) when
+/* Stride 2 takes the scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_rq_scaled) group by group: a group of a
+ * layer finished by MCU_DWPL_RELU whose four channels have R in [7, 13] and |bias| + MCU_DWPL_WINDOW_MAX < 2^23
+ * (|s| < 2^31); the doubled lanes are brought to 2^e after mcu_dwpl_group_init (the lanes stay int16:
+ * |w| 2^(15 - R) <= 2^15 at R = 7). */
+/* The group's constants (mcu_dwpl_group_init with s2 1) rescaled for MCU_DWPL_SCALED; 0 (t unchanged) when
  * some channel's R or bias is out of its range. */
 static inline int mcu_dwpl_scale_s2(mcu_dwpl_ch t[4], int32_t output_offset)
 {
@@ -1570,13 +1560,6 @@ static inline int mcu_dwpl_scale_s2(mcu_dwpl_ch t[4], int32_t output_offset)
     return 1;
 }
 
-/* MCU_DWPL_S2_SCALED's output of the scaled accumulator s (the assembly's SMMLA and SSAT). */
-static inline int32_t mcu_dwpl_rq_s2(const mcu_dwpl_ch *t, uint32_t s)
-{
-    const uint32_t hi = (uint32_t)t->c + (uint32_t)mcu_asr64((int64_t)mcu_u32_to_s32(s) * t->m, 32);
-    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), 14), -128, 127);
-}
-
 /* The constants of channels c .. c + 3 (mcu_dwpl_group_init), scaled where they may be: the group's finish. */
 static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int32_t c, int32_t ch,
                                     const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset,
@@ -1584,7 +1567,7 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
 {
     mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
                         output_offset);
-    return clamp == MCU_DWPL_RELU && mcu_dwpl_scale_s2(t, output_offset) ? MCU_DWPL_S2_SCALED : clamp;
+    return clamp == MCU_DWPL_RELU && mcu_dwpl_scale_s2(t, output_offset) ? MCU_DWPL_SCALED : clamp;
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -1672,7 +1655,7 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
         MCU_DWPL_LINE_END3
 
-/* The scaled requantization (MCU_DWPL_S2_SCALED, mcu_dwpl_scale_s2): the multiplier in r2, C in r3, then per
+/* The scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_scale_s2): the multiplier in r2, C in r3, then per
  * accumulator SMMLA and SSAT with ASR #14; the output pointer, its step and the quads' end loaded in the same
  * chain as the two constants (r4, r5, lr: free after the MACs). */
 #define MCU_DWPL_S2_SC(a) "smmla " a ", " a ", r2, r3\n\t" "ssat " a ", #8, " a ", asr #14\n\t"
@@ -1762,7 +1745,7 @@ static inline void mcu_dwpl_channel_s2_scaled(const int16_t *pos, int32_t line_b
 
 static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
-    if (clamp == MCU_DWPL_S2_SCALED) {
+    if (clamp == MCU_DWPL_SCALED) {
         mcu_dwpl_channel_s2_scaled(pos, line_bytes, t, three);
         return;
     }
@@ -1784,18 +1767,6 @@ static inline uint32_t mcu_dwpl_pixel_s2(const int16_t *pos, int32_t cols, const
     return s;
 }
 
-/* mcu_dwpl_put_out, or the scaled requantization's outputs (MCU_DWPL_S2_SCALED). */
-static inline void mcu_dwpl_put_out_s2(mcu_dwpl_ch *t, const uint32_t *s, int32_t n, int clamp)
-{
-    if (clamp != MCU_DWPL_S2_SCALED) {
-        mcu_dwpl_put_out(t, s, n, clamp);
-        return;
-    }
-    for (int32_t k = 0; k < n; ++k, t->y += t->step) {
-        t->y[0] = (int8_t)mcu_dwpl_rq_s2(t, s[k]);
-    }
-}
-
 static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     const int32_t cols = line_bytes / 2;
@@ -1803,7 +1774,7 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
         if (three) {
             const uint32_t s[3] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
                                    mcu_dwpl_pixel_s2(pos + 4, cols, t)};
-            mcu_dwpl_put_out_s2(t, s, 3, clamp);
+            mcu_dwpl_put_out(t, s, 3, clamp);
             pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
             t->y += t->yskip;
             continue;
@@ -1811,16 +1782,16 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
         for (; pos != t->end; pos += 8) { /* the assembly's quads, then a pair and a pixel alone */
             const uint32_t s[4] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
                                    mcu_dwpl_pixel_s2(pos + 4, cols, t), mcu_dwpl_pixel_s2(pos + 6, cols, t)};
-            mcu_dwpl_put_out_s2(t, s, 4, clamp);
+            mcu_dwpl_put_out(t, s, 4, clamp);
         }
         if (t->tail & 2) {
             const uint32_t s[2] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t)};
-            mcu_dwpl_put_out_s2(t, s, 2, clamp);
+            mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 4;
         }
         if (t->odd) {
             const uint32_t s[1] = {mcu_dwpl_pixel_s2(pos, cols, t)};
-            mcu_dwpl_put_out_s2(t, s, 1, clamp);
+            mcu_dwpl_put_out(t, s, 1, clamp);
         }
         pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
         t->end = (const int16_t *)(const void *)((const char *)t->end + 2 * line_bytes);
