@@ -445,9 +445,11 @@ static void pw_chain_init(const layer_t *l, int16_t *col, int32_t pb, int32_t n)
 
 /* The blocks [b0, b0 + nb) of n pairs of a group (columns pb int16 apart from col; pair g's pixel A outputs at
  * y0 + g dy): one call for them all where they chain (pw_chain_init wrote their states' fixed words; here
- * each one's outputs and the part's start), else one call a pair. */
+ * each one's outputs, and the part's start and end go from pair to pair), else one call a pair. `all`: in a
+ * chain, the parts after this one too, up to the last block, each nb blocks (the last one possibly fewer), in one
+ * call (MCU_PX2_CHAIN: the last pair's state leads back to the first's). */
 static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *packed, int8_t *y0, int32_t dy,
-                    int32_t n, int32_t b0, int32_t nb)
+                    int32_t n, int32_t b0, int32_t nb, int all)
 {
     const int32_t kp = l->kp;
     const int32_t *blob = packed + b0 * l->words;
@@ -455,11 +457,12 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
     if (n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
         for (int32_t g = 1; g < n; ++g) {
             uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * kp);
-            int8_t *yg = y0 + g * dy;
-            st[MCU_PX2_ST_Y] = (uint32_t)(uintptr_t)yg;
-            st[MCU_PX2_ST_Y_END] = (uint32_t)(uintptr_t)(yg + 4 * nb);
-            st[MCU_PX2_ST_ORDER] = (uint32_t)(uintptr_t)blob;
+            st[MCU_PX2_ST_Y] = (uint32_t)(uintptr_t)(y0 + g * dy);
         }
+        uint32_t *last = (uint32_t *)(void *)(col + (n - 1) * pb + 2 * kp);
+        last[MCU_PX2_ST_NEXT] = all ? (uint32_t)(uintptr_t)(col + 2 * kp) + 1u : 0u;
+        last[MCU_PX2_ST_GROUP_END] = (uint32_t)(uintptr_t)(packed + (l->cout / 4) * l->words);
+        last[MCU_PX2_ST_PART_BYTES] = (uint32_t)(nb * l->words * 4);
         /* the first pair's state takes the part's start and the next pair's state from the order's words */
         const mcu_block_order chain = {(int32_t)(uintptr_t)blob, (int32_t)(uintptr_t)(col + pb + 2 * kp)};
         mcu_pixel2_packed(col, kp, blob, y0, y0 + 4 * nb, l->cout, l->bounds, l->px2f, &chain);
@@ -469,6 +472,24 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
     for (int32_t g = 0; g < n; ++g) {
         int8_t *yg = y0 + g * dy;
         mcu_pixel2_packed(col + g * pb, kp, blob, yg, yg + 4 * nb, l->cout, l->bounds, l->px2f, &fwd);
+    }
+}
+
+/* Every part of n pairs of a group (pw_part), forward or (back) backward: forward in one call where the pairs
+ * chain, since each part starts where the last one ended. */
+static void pw_parts(const layer_t *l, int16_t *col, int32_t pb, const int32_t *packed, int8_t *y0, int32_t dy,
+                     int32_t n, int back)
+{
+    const int32_t part = pw_part_blocks(l);
+    const int32_t blocks = l->cout / 4;
+    if (!back && n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
+        pw_part(l, col, pb, packed, y0, dy, n, 0, part < blocks ? part : blocks, 1);
+        return;
+    }
+    for (int32_t k = 0; k < blocks; k += part) {
+        const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
+        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+        pw_part(l, col, pb, packed, y0, dy, n, b0, nb, 0);
     }
 }
 
@@ -495,15 +516,19 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
     pw_chain_init(l, col, pb, n);
     /* a[] steps by two pixels, up or down */
     const int32_t dy = n >= 2 ? (int32_t)(a[1] - a[0]) * l->cout : 0;
+    if (lone < 0) {
+        if (n >= 1) {
+            pw_parts(l, col, pb, packed, output + a[0] * l->cout, dy, n, back);
+        }
+        return;
+    }
     for (int32_t k = 0; k < blocks; k += part) {
         const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
         if (n >= 1) {
-            pw_part(l, col, pb, packed, output + a[0] * l->cout, dy, n, b0, nb);
+            pw_part(l, col, pb, packed, output + a[0] * l->cout, dy, n, b0, nb, 0);
         }
-        if (lone >= 0) {
-            pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
-        }
+        pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
     }
 }
 #endif
@@ -763,18 +788,12 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                  * is the same for the backward layers; inlined here, where ds_cnn's code placement in
                  * the cache was measured.) */
                 const int32_t pb = 2 * kp + MCU_PIXEL2_SPARE;
-                const int32_t part = pw_part_blocks(&l);
-                const int32_t blocks = out.c / 4;
                 pw_chain_init(&l, col, pb, group);
                 for (; i + 2 * group <= pixels; i += 2 * group, x += 2 * group * in.c, y += 2 * group * out.c) {
                     for (int32_t g = 0; g < group; ++g) {
                         mcu_column2_s8(x + 2 * g * in.c, x + (2 * g + 1) * in.c, kp, p->input_offset, col + g * pb);
                     }
-                    for (int32_t n = 0; n < blocks; n += part) {
-                        const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
-                        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-                        pw_part(&l, col, pb, packed, y, 2 * out.c, group, b0, nb);
-                    }
+                    pw_parts(&l, col, pb, packed, y, 2 * out.c, group, back);
                     back ^= 1;
                 }
                 /* the pairs left and a last lone pixel as one more, smaller group: the stream read once for
