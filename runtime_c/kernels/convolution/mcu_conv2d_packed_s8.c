@@ -444,12 +444,12 @@ static void pw_chain_init(const layer_t *l, int16_t *col, int32_t pb, int32_t n)
 }
 
 /* The blocks [b0, b0 + nb) of n pairs of a group (columns pb int16 apart from col; pair g's pixel A outputs at
- * y0 + g dy): one call for them all where they chain (pw_chain_init wrote their states' fixed words; here
- * each one's outputs, and the part's start and end go from pair to pair), else one call a pair. `all`: in a
- * chain, the parts after this one too, up to the last block, each nb blocks (the last one possibly fewer), in one
- * call (MCU_PX2_CHAIN: the last pair's state leads back to the first's). */
+ * y0 + g dy): one call for them all where they chain (pw_chain_init wrote their states' fixed words, pw_parts
+ * the last one's next; here each pair's outputs, while the part's start and end go from pair to pair), else one
+ * call a pair. Where the last pair's next leads back to the first (pw_parts), the call runs the parts after this
+ * one too, up to the last block. */
 static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *packed, int8_t *y0, int32_t dy,
-                    int32_t n, int32_t b0, int32_t nb, int all)
+                    int32_t n, int32_t b0, int32_t nb)
 {
     const int32_t kp = l->kp;
     const int32_t *blob = packed + b0 * l->words;
@@ -459,10 +459,6 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
             uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * kp);
             st[MCU_PX2_ST_Y] = (uint32_t)(uintptr_t)(y0 + g * dy);
         }
-        uint32_t *last = (uint32_t *)(void *)(col + (n - 1) * pb + 2 * kp);
-        last[MCU_PX2_ST_NEXT] = all ? (uint32_t)(uintptr_t)(col + 2 * kp) + 1u : 0u;
-        last[MCU_PX2_ST_GROUP_END] = (uint32_t)(uintptr_t)(packed + (l->cout / 4) * l->words);
-        last[MCU_PX2_ST_PART_BYTES] = (uint32_t)(nb * l->words * 4);
         /* the first pair's state takes the part's start and the next pair's state from the order's words */
         const mcu_block_order chain = {(int32_t)(uintptr_t)blob, (int32_t)(uintptr_t)(col + pb + 2 * kp)};
         mcu_pixel2_packed(col, kp, blob, y0, y0 + 4 * nb, l->cout, l->bounds, l->px2f, &chain);
@@ -475,21 +471,28 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
     }
 }
 
-/* Every part of n pairs of a group (pw_part), forward or (back) backward: forward in one call where the pairs
- * chain, since each part starts where the last one ended. */
+/* Every part of n pairs of a group (pw_part), forward or (back) backward. Forward where the pairs chain, all in
+ * one call: each part starts where the last one ended, so the last pair's state leads back to the first's
+ * (MCU_PX2_CHAIN), with the stream's end and a part's bytes. */
 static void pw_parts(const layer_t *l, int16_t *col, int32_t pb, const int32_t *packed, int8_t *y0, int32_t dy,
                      int32_t n, int back)
 {
     const int32_t part = pw_part_blocks(l);
     const int32_t blocks = l->cout / 4;
-    if (!back && n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
-        pw_part(l, col, pb, packed, y0, dy, n, 0, part < blocks ? part : blocks, 1);
-        return;
+    if (n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
+        uint32_t *last = (uint32_t *)(void *)(col + (n - 1) * pb + 2 * l->kp);
+        last[MCU_PX2_ST_NEXT] = back ? 0u : (uint32_t)(uintptr_t)(col + 2 * l->kp) + 1u;
+        if (!back) {
+            last[MCU_PX2_ST_GROUP_END] = (uint32_t)(uintptr_t)(packed + blocks * l->words);
+            last[MCU_PX2_ST_PART_BYTES] = (uint32_t)(part * l->words * 4);
+            pw_part(l, col, pb, packed, y0, dy, n, 0, part < blocks ? part : blocks);
+            return;
+        }
     }
     for (int32_t k = 0; k < blocks; k += part) {
         const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-        pw_part(l, col, pb, packed, y0, dy, n, b0, nb, 0);
+        pw_part(l, col, pb, packed, y0, dy, n, b0, nb);
     }
 }
 
@@ -526,7 +529,7 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
         const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
         if (n >= 1) {
-            pw_part(l, col, pb, packed, output + a[0] * l->cout, dy, n, b0, nb, 0);
+            pw_part(l, col, pb, packed, output + a[0] * l->cout, dy, n, b0, nb);
         }
         pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
     }
