@@ -389,12 +389,13 @@ static int32_t pw_group(const layer_t *l, int32_t fit)
 
 #if MCU_PACKED_PW_PAIRS
 /* 1 where the flat pairs' passes alternate their block order (pass_of): a stream over half a flash cache of
- * MCU_PIXEL4_STREAM_MIN bytes, so that a pass starts on the lines the last one left cached; 0 (every pass forward)
- * for one that stays cached with the loop's code, whose scaled blocks then all take the forward tail
- * (MCU_PX2_FWD: 6 cycles less a block than backward). */
+ * MCU_PIXEL4_STREAM_MIN bytes whose weights wait behind such a cache (MCU_PACKED_FLAG_GROUP), so that a pass starts
+ * on the lines the last one left cached; 0 (every pass forward) for one that stays cached with the loop's code, or
+ * whose weights no cache of that size holds (zero wait states, `--weights-in fast`, the L4R5's 256 B data cache),
+ * whose scaled blocks then all take the forward tail (MCU_PX2_FWD: 6 cycles less a block than backward). */
 static int pw_turns(const layer_t *l)
 {
-    return (int64_t)l->words * 4 * (l->cout / 4) > MCU_PIXEL4_STREAM_MIN / 2;
+    return l->group && (int64_t)l->words * 4 * (l->cout / 4) > MCU_PIXEL4_STREAM_MIN / 2;
 }
 #endif
 
