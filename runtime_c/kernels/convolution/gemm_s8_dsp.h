@@ -1052,7 +1052,8 @@ static inline void mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int3
                                      int32_t stride, const uint32_t *bounds, int tail, const mcu_block_order *order)
 {
     if (mcu_px2_chains(tail, kp)) { /* tail 39: its blocks end at the stream's end, not y_end */
-        y_end = (int8_t *)(uintptr_t)(blob + ((uintptr_t)y_end - (uintptr_t)y) / 4u * (uint32_t)mcu_packed_block_words(kp));
+        const uint32_t blocks = ((uintptr_t)y_end - (uintptr_t)y) / 4u;
+        y_end = (int8_t *)(uintptr_t)(blob + blocks * (uint32_t)mcu_packed_block_words(kp));
     }
     register const int16_t *c0 __asm__("r0") = col2;
     register int8_t *yp __asm__("r1") = y;
