@@ -521,7 +521,8 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
            else draw(st.sampled_from([16, 32])) if small
            else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
                                      else [3, 4, 16, 32, 36, 64, 71])))
-    cout = draw(st.sampled_from([8, 16, 24] if regs else [4, 12, 24, 40] if small else [4, 8, 12, 16]))
+    cout = draw(st.sampled_from([8, 16, 24] if regs else [4, 12, 24, 40] if small else [4, 8, 12, 16, 20, 28] if chain
+                                else [4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
     # the units left over, pairs and pixels after them
@@ -631,13 +632,17 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
 
 @requires_qemu
 @pytest.mark.qemu
+# parts of one block; of up to three (half of 4,500 bytes: 64 channels in, 592-byte blocks; 128, 1,104) where 5 and 7 blocks
+# leave a smaller last part
+@pytest.mark.parametrize("stream_min", [0, 4500])
 @settings(max_examples=2, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(chain=True), min_size=12, max_size=12))
-def test_packed_pair_chains_on_core(tmp_path_factory, cases: list[dict]) -> None:
+def test_packed_pair_chains_on_core(tmp_path_factory, stream_min: int, cases: list[dict]) -> None:
     """The chained pairs on the Cortex-M33 bit-exact with the reference: grouped scaled streams of 64 to 256
     channels in whose passes start at the loop's first tap pair, so each group's part runs its pairs in one
-    call through tail 39 and the direct entry (groups of up to 8 pairs in the buffer of 1,216 int16, parts of
-    one block, forward and backward; in place both ways; an odd last pixel alone)."""
+    call through tail 39 and the direct entry, and a forward group's parts all in one call (groups of up to 8
+    pairs in the buffer of 1,216 int16, parts of one block or two, forward and backward; in place both ways; an
+    odd last pixel alone)."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
@@ -647,7 +652,8 @@ def test_packed_pair_chains_on_core(tmp_path_factory, cases: list[dict]) -> None
     board = load_board("mps2-an505")
     rt = runtime_dir()
     fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out",
-                        defines={"MCU_PIXEL4_STREAM_MIN": 0, "MCU_PACKED_PW_GROUP_TAPS": 1216}, stack_usage=True)
+                        defines={"MCU_PIXEL4_STREAM_MIN": stream_min, "MCU_PACKED_PW_GROUP_TAPS": 1216},
+                        stack_usage=True)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

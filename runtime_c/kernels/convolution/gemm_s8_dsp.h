@@ -583,6 +583,9 @@ enum {
     MCU_PX2_ST_DY = 9,
     MCU_PX2_ST_ORDER = 10,
     MCU_PX2_ST_NEXT = 11,
+    /* a chain's last pair in a call over every part of a group (MCU_PX2_CHAIN): the stream's end and a part's bytes */
+    MCU_PX2_ST_GROUP_END = 5,
+    MCU_PX2_ST_PART_BYTES = 6,
 };
 /* Tap pairs per pass: each pass ends with a compare and a taken branch (4 cycles). 16 on Armv8-M
  * Mainline (Cortex-M33: 912 bytes of loop, which the U575's 8 kB cache holds beside the weights' parts;
@@ -866,13 +869,21 @@ enum {
  * ds_cnn 4 k cycles on mps2-an386-l4r5 (its 1 kB ART holds the loop with fewer of the tails' lines). */
 #if defined(__ARM_ARCH_8M_MAIN__)
 /* Tail 39's requantization and stores: channels 2 and 3's words as four single loads, the last one moving the
- * stream on to the next block (its 8 spare words included): 5 cycles as the LDM, and no ADD after it. */
+ * stream on to the next block (its 8 spare words included): 5 cycles as the LDM, and no ADD after it. Its blocks
+ * end where the stream reaches the state's word 4 (mcu_pixel2_packed passes the stream's end there, not y_end),
+ * which is the same for every pair of a group's part: a chain carries it from pair to pair. */
 #define MCU_PX2_RQ4_SCALED_DIRECT                                                                         \
     MCU_PX2_RQ4_SCALED_WITH("ldr r7, [r5, #4]\n\t"                                                       \
                             "ldr.w r12, [r5, #8]\n\t"                                                    \
                             "ldr.w lr, [r5, #12]\n\t"                                                    \
                             "ldr r6, [r5], #48\n\t")                                                     \
-    MCU_PX2_STORE_BYTES_STEP("", "")
+    "ldr r6, [r4, #12]\n\t"                                                                             \
+    "ldr r7, [r4, #16]\n\t"                                                                             \
+    "ldr r12, [r4, #36]\n\t"                                                                            \
+    "add lr, r6, r12\n\t"                                                                               \
+    MCU_PX2_STRB8                                                                                       \
+    "str r6, [r4, #12]\n\t"                                                                             \
+    "cmp r5, r7\n\t"
 #define MCU_PX2_DIRECT_ENTRY                                                                              \
     ".balign 4\n\t39:\n\t" MCU_PX2_RQ4_SCALED_DIRECT MCU_PX2_END39                                      \
     "4:\n\t"                                                                                            \
@@ -909,23 +920,45 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
 }
 
 /* Tail 39's end, a pair's blocks done (mcu_pixel2_packed): the next pair of a chain (word 11 of the state: the
- * next pair's state, whose column start, outputs, bounds, stride and word 10, the part's stream start, the
- * kernel wrote) takes this one's entry, tail and saved r7 and runs the same blocks from the part's start by the
- * direct entry; word 11 zero (every call whose order has y_step 0) ends the call. One call for a group's part
- * where one per pair cost about 140 cycles; the step takes 18. Armv8-M Mainline only, as tail 39: its check costs
- * a call that does not chain 5 cycles, which the direct entry pays back from two blocks on. */
+ * next pair's state, whose column start, outputs, stride and bounds the kernel wrote) takes this one's tail, saved
+ * r7, the part's stream start (word 10) and end (word 4) and runs the same blocks from the part's start by the
+ * direct entry; word 11 zero (every call whose order has y_step 0) ends the call. One call for a group's part where
+ * one per pair cost about 140 cycles; the step takes 17. Word 11 odd (the first pair's state + 1) in the last
+ * pair of a chain over every part of a group (forward: each part starts where the last one ended, so every
+ * pair's y is where its last part left it): the first pair's state takes the next part (its start the last
+ * part's end, its end a part's bytes on, words 6 and 5 of the last pair's state: at most the group's end), or
+ * the call ends at the group's end; about 17 cycles a part where a call and the kernel's per pair writes took
+ * about 400. Armv8-M Mainline only, as tail 39: its check costs a call that does not chain 5 cycles, which the
+ * direct entry pays back from two blocks on. */
 #if MCU_PACKED_SCALED && defined(__ARM_ARCH_8M_MAIN__)
 #define MCU_PX2_CHAIN                                                                                     \
     "3:\n\t"                                                                                            \
     "ldr r0, [r4, #44]\n\t"                                                                             \
-    "cbz r0, 8f\n\t"                                                                                    \
-    "ldr r1, [r4, #8]\n\t"                                                                              \
+    "ldr r1, [r4, #16]\n\t"                                                                             \
     "ldr r2, [r4, #28]\n\t"                                                                             \
     "ldr r3, [r4, #32]\n\t"                                                                             \
     "ldr r5, [r4, #40]\n\t"                                                                             \
-    "str r1, [r0, #8]\n\t"                                                                              \
+    "cbz r0, 8f\n\t"                                                                                    \
+    "lsrs r6, r0, #1\n\t"                                                                               \
+    "bcs 7f\n\t"                                                                                        \
+    "str r1, [r0, #16]\n\t"                                                                             \
     "str r2, [r0, #28]\n\t"                                                                             \
     "str r3, [r0, #32]\n\t"                                                                             \
+    "str r5, [r0, #40]\n\t"                                                                             \
+    "mov r4, r0\n\t"                                                                                    \
+    "b 4b\n\t"                                                                                          \
+    "7:\n\t"                                                                                            \
+    "ldrd r2, r3, [r4, #20]\n\t"                                                                        \
+    "sub r0, r0, #1\n\t"                                                                                \
+    "cmp r1, r2\n\t"                                                                                    \
+    "beq 8f\n\t"                                                                                        \
+    "mov r5, r1\n\t"                                                                                    \
+    "add r1, r1, r3\n\t"                                                                                \
+    "cmp r1, r2\n\t"                                                                                    \
+    "it hi\n\t"                                                                                         \
+    "movhi r1, r2\n\t"                                                                                  \
+    "str r1, [r0, #16]\n\t"                                                                             \
+    "str r5, [r0, #40]\n\t"                                                                             \
     "mov r4, r0\n\t"                                                                                    \
     "b 4b\n\t"
 #define MCU_PX2_END39 "beq 3f\n\t"
@@ -1014,12 +1047,14 @@ static inline int mcu_px2_chains(int tail, int32_t kp)
  * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; `tail`: bit 0 the
  * activation range is narrower than int8 (the clamped store), bit 1 it starts at or above the output
  * offset (MCU_PX2_RQ_RELU), bit 2 with it mcu_px2_diff_ok's (MCU_PX2_RQ_DIFF). Bit 3 a scaled stream, bit 4
- * (MCU_PX2_FWD) with it blocks forward: mcu_px2_tail_flat of `order`. Returns the stream after
- * the last block. */
-static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y,
-                                               int8_t *y_end, int32_t stride, const uint32_t *bounds, int tail,
-                                               const mcu_block_order *order)
+ * (MCU_PX2_FWD) with it blocks forward: mcu_px2_tail_flat of `order`. */
+static inline void mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y, int8_t *y_end,
+                                     int32_t stride, const uint32_t *bounds, int tail, const mcu_block_order *order)
 {
+    if (mcu_px2_chains(tail, kp)) { /* tail 39: its blocks end at the stream's end, not y_end */
+        const uint32_t blocks = ((uintptr_t)y_end - (uintptr_t)y) / 4u;
+        y_end = (int8_t *)(uintptr_t)(blob + blocks * (uint32_t)mcu_packed_block_words(kp));
+    }
     register const int16_t *c0 __asm__("r0") = col2;
     register int8_t *yp __asm__("r1") = y;
     register int8_t *ye __asm__("r2") = y_end;
@@ -1038,7 +1073,6 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
                        "+r"(wstep), "+r"(ystep)
                      :
                      : "r12", "lr", "cc", "memory");
-    return w;
 }
 
 /* mcu_pixel2_packed with the two pixels' columns apart (windowed layers, whose columns

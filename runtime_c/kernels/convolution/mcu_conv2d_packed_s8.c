@@ -391,12 +391,13 @@ static int32_t pw_group(const layer_t *l, int32_t fit)
 
 #if MCU_PACKED_PW_PAIRS
 /* 1 where the flat pairs' passes alternate their block order (pass_of): a stream over half a flash cache of
- * MCU_PIXEL4_STREAM_MIN bytes, so that a pass starts on the lines the last one left cached; 0 (every pass forward)
- * for one that stays cached with the loop's code, whose scaled blocks then all take the forward tail
- * (MCU_PX2_FWD: 6 cycles less a block than backward). */
+ * MCU_PIXEL4_STREAM_MIN bytes whose weights wait behind such a cache (MCU_PACKED_FLAG_GROUP), so that a pass starts
+ * on the lines the last one left cached; 0 (every pass forward) for one that stays cached with the loop's code, or
+ * whose weights no cache of that size holds (zero wait states, `--weights-in fast`, the L4R5's 256 B data cache),
+ * whose scaled blocks then all take the forward tail (MCU_PX2_FWD: 6 cycles less a block than backward). */
 static int pw_turns(const layer_t *l)
 {
-    return (int64_t)l->words * 4 * (l->cout / 4) > MCU_PIXEL4_STREAM_MIN / 2;
+    return l->group && (int64_t)l->words * 4 * (l->cout / 4) > MCU_PIXEL4_STREAM_MIN / 2;
 }
 #endif
 
@@ -446,8 +447,10 @@ static void pw_chain_init(const layer_t *l, int16_t *col, int32_t pb, int32_t n)
 }
 
 /* The blocks [b0, b0 + nb) of n pairs of a group (columns pb int16 apart from col; pair g's pixel A outputs at
- * y0 + g dy): one call for them all where they chain (pw_chain_init wrote their states' fixed words; here
- * each one's outputs and the part's start), else one call a pair. */
+ * y0 + g dy): one call for them all where they chain (pw_chain_init wrote their states' fixed words, pw_parts
+ * the last one's next; here each pair's outputs, while the part's start and end go from pair to pair), else one
+ * call a pair. Where the last pair's next leads back to the first (pw_parts), the call runs the parts after this
+ * one too, up to the last block. */
 static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *packed, int8_t *y0, int32_t dy,
                     int32_t n, int32_t b0, int32_t nb)
 {
@@ -457,10 +460,7 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
     if (n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
         for (int32_t g = 1; g < n; ++g) {
             uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * kp);
-            int8_t *yg = y0 + g * dy;
-            st[MCU_PX2_ST_Y] = (uint32_t)(uintptr_t)yg;
-            st[MCU_PX2_ST_Y_END] = (uint32_t)(uintptr_t)(yg + 4 * nb);
-            st[MCU_PX2_ST_ORDER] = (uint32_t)(uintptr_t)blob;
+            st[MCU_PX2_ST_Y] = (uint32_t)(uintptr_t)(y0 + g * dy);
         }
         /* the first pair's state takes the part's start and the next pair's state from the order's words */
         const mcu_block_order chain = {(int32_t)(uintptr_t)blob, (int32_t)(uintptr_t)(col + pb + 2 * kp)};
@@ -471,6 +471,31 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
     for (int32_t g = 0; g < n; ++g) {
         int8_t *yg = y0 + g * dy;
         mcu_pixel2_packed(col + g * pb, kp, blob, yg, yg + 4 * nb, l->cout, l->bounds, l->px2f, &fwd);
+    }
+}
+
+/* Every part of n pairs of a group (pw_part), forward or (back) backward. Forward where the pairs chain, all in
+ * one call: each part starts where the last one ended, so the last pair's state leads back to the first's
+ * (MCU_PX2_CHAIN), with the stream's end and a part's bytes. */
+static void pw_parts(const layer_t *l, int16_t *col, int32_t pb, const int32_t *packed, int8_t *y0, int32_t dy,
+                     int32_t n, int back)
+{
+    const int32_t part = pw_part_blocks(l);
+    const int32_t blocks = l->cout / 4;
+    if (n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
+        uint32_t *last = (uint32_t *)(void *)(col + (n - 1) * pb + 2 * l->kp);
+        last[MCU_PX2_ST_NEXT] = back ? 0u : (uint32_t)(uintptr_t)(col + 2 * l->kp) + 1u;
+        if (!back) {
+            last[MCU_PX2_ST_GROUP_END] = (uint32_t)(uintptr_t)(packed + blocks * l->words);
+            last[MCU_PX2_ST_PART_BYTES] = (uint32_t)(part * l->words * 4);
+            pw_part(l, col, pb, packed, y0, dy, n, 0, part < blocks ? part : blocks);
+            return;
+        }
+    }
+    for (int32_t k = 0; k < blocks; k += part) {
+        const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
+        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+        pw_part(l, col, pb, packed, y0, dy, n, b0, nb);
     }
 }
 
@@ -497,15 +522,19 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
     pw_chain_init(l, col, pb, n);
     /* a[] steps by two pixels, up or down */
     const int32_t dy = n >= 2 ? (int32_t)(a[1] - a[0]) * l->cout : 0;
+    if (lone < 0) {
+        if (n >= 1) {
+            pw_parts(l, col, pb, packed, output + a[0] * l->cout, dy, n, back);
+        }
+        return;
+    }
     for (int32_t k = 0; k < blocks; k += part) {
         const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
         if (n >= 1) {
             pw_part(l, col, pb, packed, output + a[0] * l->cout, dy, n, b0, nb);
         }
-        if (lone >= 0) {
-            pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
-        }
+        pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
     }
 }
 #endif
@@ -779,18 +808,12 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                  * is the same for the backward layers; inlined here, where ds_cnn's code placement in
                  * the cache was measured.) */
                 const int32_t pb = 2 * kp + MCU_PIXEL2_SPARE;
-                const int32_t part = pw_part_blocks(&l);
-                const int32_t blocks = out.c / 4;
                 pw_chain_init(&l, col, pb, group);
                 for (; i + 2 * group <= pixels; i += 2 * group, x += 2 * group * in.c, y += 2 * group * out.c) {
                     for (int32_t g = 0; g < group; ++g) {
                         mcu_column2_s8(x + 2 * g * in.c, x + (2 * g + 1) * in.c, kp, p->input_offset, col + g * pb);
                     }
-                    for (int32_t n = 0; n < blocks; n += part) {
-                        const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
-                        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-                        pw_part(&l, col, pb, packed, y, 2 * out.c, group, b0, nb);
-                    }
+                    pw_parts(&l, col, pb, packed, y, 2 * out.c, group, back);
                     back ^= 1;
                 }
                 /* the pairs left and a last lone pixel as one more, smaller group: the stream read once for
