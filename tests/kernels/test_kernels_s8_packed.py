@@ -445,7 +445,7 @@ def _device_case(draw) -> dict:
     h, w = draw(st.integers(k, 6)), draw(st.integers(k, 6))
     cout = draw(st.integers(1, 9))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    x_kind = "random" if shared else draw(st.sampled_from(["random", "min", "max"]))
+    x_kind = draw(st.sampled_from(["random", "min", "max"]))
     w_kind = draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
          else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
