@@ -3,8 +3,9 @@
 the interpreter firmware, in QEMU with the bundled vectors. Prints the arena, the instructions per inference
 of both, the program file's bytes and its instruction count (a fused block is one LOOP and its body).
 
-Program files run the portable kernels; the generated C runs the board's default backends, so the C column
-is what a user gets from `mcu build`, not the same kernels. Exits 1 when a run fails its vectors.
+Program files run the interpreter's kernel table (the portable backend's kernels, their DSP paths included on a
+DSP core); the generated C runs the board's default backends, so the C column is what a user gets from
+`mcu build`, not the same kernels. Exits 1 when a run fails its vectors.
 
     .venv/bin/python bench/program_fused.py [--board mps2-an505] [--models mobilenet_v2,resnet8] [--quantize int8]
 """
