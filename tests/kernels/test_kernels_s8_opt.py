@@ -638,6 +638,30 @@ def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, d
     base.assert_equal(out, expected)
 
 
+@settings(base.EXACT, max_examples=80)
+@given(rows=st.sampled_from([(2, 1, 1), (3, 0, 1), (4, 1, 2), (5, 0, 2)]), w=st.integers(7, 13),
+       c=st.sampled_from([4, 8, 12]), in_zp=base.zero_points, relu=st.booleans(), data=base.data_modes,
+       wmode=base.weight_modes, seed=st.integers(0, 2**32 - 1))
+def test_depthwise_s8_s2_row_calls(emulated, rows, w, c, in_zp, relu, data, wmode, seed):
+    """Stride-2 calls of one or two output rows (a streamed prefix's band, a fused block's rows: the input rows
+    with or without the top padding row), which take the channel planes rather than the direct path, against
+    the reference: odd and even widths, scaled and plain requantization (a folded ReLU or the whole range)."""
+    h, pad_top, oh = rows
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (1, h, w, c), data)
+    wt = base.weights(rng, (3, 3, c), wmode)
+    m, _ = base.per_channel(rng, c, 0, "same")
+    sh = (-rng.integers(7, 14, c)).astype(np.int32)
+    b = rng.integers(-(2**17), 2**17, c).astype(np.int32)
+    params = dict(input=x.shape, output=(1, oh, (w - 1) // 2 + 1, c), ch_mult=1, kernel_h=3, kernel_w=3,
+                  stride_h=2, stride_w=2, pad_top=pad_top, pad_left=1, dilation_h=1, dilation_w=1,
+                  input_offset=-in_zp, output_offset=-128 if relu else 3, act_min=-128, act_max=127)
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
+    assert status == MCU_OK
+    base.assert_equal(out, expected)
+
+
 def _depthwise_below_input(emulated, x, wt, b, q, params, out_shape):
     """The not-in-place kernel with its output at the window contract's largest offset below its input."""
     t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731

@@ -48,11 +48,15 @@
  * functions' locals past an immediate offset's reach (about 250 cycles more a 6 x 6 layer). */
 #define MCU_DWPL_S2_BYTES 3600
 #define MCU_DWPL_BAND_MIN 4
+/* Shortest row of a stride-2 call of one or two output rows that takes the planes (mcu_depthwise_conv2d_s8.c):
+ * shorter ones stay on the direct path. */
+#define MCU_DWPL_S2_ROW_CALL_W 12
 #else
 /* The emulated build's planes hold few lines, so that the host tests' small images run in bands. */
 #define MCU_DWPL_BYTES 512
 #define MCU_DWPL_S2_BYTES 512
 #define MCU_DWPL_BAND_MIN 2
+#define MCU_DWPL_S2_ROW_CALL_W 4 /* the host tests' short rows reach the row calls' planes */
 #endif
 /* Shortest line (pixels) of the quad loop. Lines of three pixels take a step of their own (3 x 3
  * images: mobilenet_v1's last depthwise layer 162,676 -> 127,328 estimated cycles on mps2-an505-u575
