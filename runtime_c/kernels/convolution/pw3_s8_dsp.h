@@ -229,8 +229,9 @@ static inline void mcu_column3_s8(const int8_t *x, int32_t step, int32_t kp, int
  * multiple of 3 pixels up to MCU_PW3_PIXELS_MAX, every column in the buffer's buf_taps int16. */
 static inline int mcu_pw3_takes(int tail, int32_t kp, int64_t pixels, int32_t buf_taps)
 {
-    return (tail & (1 | 8)) == 8 && kp % MCU_PW3_KP_STEP == 0 && pixels % 3 == 0 && pixels >= 3 &&
-           pixels <= MCU_PW3_PIXELS_MAX && pixels * kp <= buf_taps;
+    /* the count's remainder in 32 bits once it is in range (no 64-bit division helper on the core) */
+    return (tail & (1 | 8)) == 8 && kp % MCU_PW3_KP_STEP == 0 && pixels >= 3 && pixels <= MCU_PW3_PIXELS_MAX &&
+           (int32_t)pixels % 3 == 0 && pixels * kp <= buf_taps;
 }
 
 /* The layer: `pixels` pixels of kp bytes in from x, cout out each from y, through the stream's blocks; col: the
