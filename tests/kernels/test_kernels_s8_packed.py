@@ -672,16 +672,7 @@ def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict],
     from the output offset or not, clamped or all of int8), extremes of inputs, weights, biases and
     multipliers; and 12 layers of scaled streams whose range is all of int8, 8 to 24 channels out (mcu_pw8_regs;
     mcu_pw8_16_regs for 16)."""
-    from mcu.device.sim.qemu import run_qemu
-    from mcu.device.toolchain import build_firmware
-
-    tmp = tmp_path_factory.mktemp("pw8_pairs")
-    main = tmp / "main.c"
-    main.write_text(packed_firmware_source(cases + regs, "pw8"))
-    fw = build_firmware(load_board(board_name), [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
-                        tmp / "out", stack_usage=True)
-    result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "pw8 cases failed: 0" in result.console, result.console
+    _batch_on_core(tmp_path_factory, board_name, cases + regs, "pw8")
 
 
 @requires_qemu
@@ -695,16 +686,7 @@ def test_pw_small_on_core(tmp_path_factory, board_name: str, cases: list[dict]) 
     alone), forward, in place forward and backward (the pairs last first), 4 to 40 channels out (one to ten
     blocks), extremes of inputs (neighbouring pixels at opposite ones too), weights, multipliers, and biases at the
     edges of the room the scaled layout leaves."""
-    from mcu.device.sim.qemu import run_qemu
-    from mcu.device.toolchain import build_firmware
-
-    tmp = tmp_path_factory.mktemp("pw_small")
-    main = tmp / "main.c"
-    main.write_text(packed_firmware_source(cases, "pw_small"))
-    fw = build_firmware(load_board(board_name), [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
-                        tmp / "out", stack_usage=True)
-    result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "pw_small cases failed: 0" in result.console, result.console
+    _batch_on_core(tmp_path_factory, board_name, cases, "pw_small")
 
 
 @requires_qemu
@@ -720,7 +702,8 @@ def test_pw3_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> No
     _batch_on_core(tmp_path_factory, board_name, cases, "pw3", {"MCU_PACKED_PW3_TAPS": 9 * 256})
 
 
-def _batch_on_core(tmp_path_factory, board_name: str, cases: list[dict], label: str, defines: dict) -> None:
+def _batch_on_core(tmp_path_factory, board_name: str, cases: list[dict], label: str,
+                   defines: dict | None = None) -> None:
     """A firmware of the packed kernel running `cases` on the board's QEMU, every output equal to the reference."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
