@@ -319,20 +319,21 @@ _Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fi
     "strh r8, [r6], #2\n\t"
 
 /* Two pixels, neighbours along the line (mcu_dwpl_put2): two LDR, PKHBT and PKHTB, four SXTAB16 into four
- * STR, the plane pointers post-incremented. */
+ * STR, the plane pointers post-incremented; the loaded words' registers take the widened ones, so that r12
+ * stays free for the line count. */
 #define MCU_DWPL_FILL_PAIR                                                                    \
     "ldr r8, [r2]\n\t"                                                                        \
     "ldr r9, [r2, r3]\n\t"                                                                    \
     "add r2, r2, r3, lsl #1\n\t"                                                              \
     "pkhbt r10, r8, r9, lsl #16\n\t"                                                          \
     "pkhtb r11, r9, r8, asr #16\n\t"                                                          \
-    "sxtab16 r12, r7, r10\n\t"                                                                \
+    "sxtab16 r8, r7, r10\n\t"                                                                 \
     "sxtab16 r10, r7, r10, ror #8\n\t"                                                        \
-    "str r12, [r0], #4\n\t"                                                                   \
-    "sxtab16 r12, r7, r11\n\t"                                                                \
+    "str r8, [r0], #4\n\t"                                                                    \
+    "sxtab16 r9, r7, r11\n\t"                                                                 \
     "str r10, [r4], #4\n\t"                                                                   \
     "sxtab16 r11, r7, r11, ror #8\n\t"                                                        \
-    "str r12, [r5], #4\n\t"                                                                   \
+    "str r9, [r5], #4\n\t"                                                                    \
     "str r11, [r6], #4\n\t"
 
 /* The fill's entry: a in lr, the four plane pointers in r0, r4-r6, the input in r2, its step in r3, the offset
@@ -366,6 +367,8 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
 {
     (void)a; /* in r0 */
     __asm__ volatile(MCU_DWPL_FILL_ENTRY
+                     "ldr r12, [lr, #24]\n\t"
+                     ".p2align 2\n\t" /* the line's first instruction, 32-bit, in one fetch word: refill 2 not 3 */
                      "3:\n\t"
                      "ldr r1, [lr, #36]\n\t"
                      "cbz r1, 4f\n\t" MCU_DWPL_FILL_ONE "4:\n\t"
@@ -373,16 +376,16 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
                      "lsrs r1, r1, #1\n\t" /* two pairs a step after an odd count's first (C), its Z kept */
                      "bcc 7f\n\t" MCU_DWPL_FILL_PAIR "7:\n\t"
                      "beq 5f\n\t"
+                     ".p2align 2\n\t"
                      "1:\n\t" MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
                      "subs r1, r1, #1\n\t"
                      "bne 1b\n\t"
                      "5:\n\t"
                      "ldr r1, [lr, #40]\n\t"
                      "cbz r1, 6f\n\t" MCU_DWPL_FILL_ONE "6:\n\t" MCU_DWPL_FILL_SKIP
-                     "ldr r8, [lr, #24]\n\t"
-                     "subs r8, r8, #1\n\t"
-                     "str r8, [lr, #24]\n\t"
+                     "subs r12, r12, #1\n\t"
                      "bne 3b\n\t"
+                     "str r12, [lr, #24]\n\t"
                      "pop {r4-r11, pc}\n\t");
 }
 
@@ -392,7 +395,15 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
 #define MCU_DWPL_FILL_STRAIGHT(line)                                                          \
     MCU_DWPL_FILL_ENTRY                                                                       \
     "ldr r1, [lr, #24]\n\t"                                                                  \
-    "1:\n\t" line MCU_DWPL_FILL_SKIP                                                          \
+    "ldr r12, [lr, #28]\n\t" /* dskip, held: a line's end loads sskip alone */               \
+    ".p2align 2\n\t"                                                                         \
+    "1:\n\t" line                                                                            \
+    "ldr r8, [lr, #32]\n\t"                                                                  \
+    "add r0, r0, r12\n\t"                                                                    \
+    "add r4, r4, r12\n\t"                                                                    \
+    "add r5, r5, r12\n\t"                                                                    \
+    "add r6, r6, r12\n\t"                                                                    \
+    "add r2, r2, r8\n\t"                                                                     \
     "subs r1, r1, #1\n\t"                                                                    \
     "bne 1b\n\t"                                                                             \
     "str r1, [lr, #24]\n\t"                                                                  \
