@@ -470,14 +470,12 @@ static inline void mcu_dwpl_fill(mcu_dwpl_fill_args *a, int16_t *d0, const int8_
     a->s = x + j0 * a->across;
     a->lines = count;
 #if MCU_S8_DSP_NATIVE
-    if (a->shape > 3) { /* two tests for every shape, as many as before lines11 */
-        if (a->shape == 6) {
-            mcu_dwpl_fill_lines6(a);
-        } else {
-            mcu_dwpl_fill_lines11(a);
-        }
+    if (a->shape == 6) {
+        mcu_dwpl_fill_lines6(a);
     } else if (a->shape == 3) {
         mcu_dwpl_fill_lines3(a);
+    } else if (a->shape == 11) {
+        mcu_dwpl_fill_lines11(a);
     } else {
         mcu_dwpl_fill_lines(a);
     }
