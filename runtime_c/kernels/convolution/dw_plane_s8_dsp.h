@@ -298,8 +298,7 @@ typedef struct {
      * to the next, and the padding along a line (the first pixel's plane position) */
     int32_t across;
     int32_t pad_along;
-    int32_t shape; /* a straight loop's line: 6 (mcu_dwpl_fill_lines6), 3 (mcu_dwpl_fill_lines3); a pixel alone at
-                    * both ends: 11 (mcu_dwpl_fill_lines11); else 0 */
+    int32_t shape; /* a straight loop's line: 6 (mcu_dwpl_fill_lines6), 3 (mcu_dwpl_fill_lines3), else 0 */
 } mcu_dwpl_fill_args;
 
 #if MCU_S8_DSP_NATIVE
@@ -364,39 +363,30 @@ _Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fi
  * estimated cycles on mps2-an505-u575, the 6 x 6 images' lines of two pairs unchanged in instructions).
  * One call per fill rather than one per line with the lone pixels in C: the call's saved registers, the pointers' set-up and the C pixels
  * cost about 40 cycles a line (6 x 6 images: a line is 6 pixels). */
-#define MCU_DWPL_FILL_RUN(lead, tail)                                                         \
-    MCU_DWPL_FILL_ENTRY                                                                       \
-    "ldr r12, [lr, #24]\n\t"                                                                 \
-    ".p2align 2\n\t" /* the line's first instruction, 32-bit, in one fetch word: refill 2 not 3 */ \
-    "3:\n\t" lead                                                                            \
-    "ldr r1, [lr, #16]\n\t"                                                                  \
-    "lsrs r1, r1, #1\n\t" /* two pairs a step after an odd count's first (C), its Z kept */   \
-    "bcc 7f\n\t" MCU_DWPL_FILL_PAIR "7:\n\t"                                                 \
-    "beq 5f\n\t"                                                                             \
-    ".p2align 2\n\t"                                                                         \
-    "1:\n\t" MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR                                             \
-    "subs r1, r1, #1\n\t"                                                                    \
-    "bne 1b\n\t"                                                                             \
-    "5:\n\t" tail MCU_DWPL_FILL_SKIP                                                          \
-    "subs r12, r12, #1\n\t"                                                                  \
-    "bne 3b\n\t"                                                                             \
-    "str r12, [lr, #24]\n\t"                                                                 \
-    "pop {r4-r11, pc}\n\t"
 static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwpl_fill_args *a)
 {
     (void)a; /* in r0 */
-    __asm__ volatile(MCU_DWPL_FILL_RUN("ldr r1, [lr, #36]\n\t"
-                                       "cbz r1, 4f\n\t" MCU_DWPL_FILL_ONE "4:\n\t",
-                                       "ldr r1, [lr, #40]\n\t"
-                                       "cbz r1, 6f\n\t" MCU_DWPL_FILL_ONE "6:\n\t"));
-}
-
-/* The lines with a pixel alone at both ends (padding 1 along an even line: the stride-1 layers' and the
- * stride-2 rows'), without mcu_dwpl_fill_lines's two tests a line. */
-static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines11(mcu_dwpl_fill_args *a)
-{
-    (void)a; /* in r0 */
-    __asm__ volatile(MCU_DWPL_FILL_RUN(MCU_DWPL_FILL_ONE, MCU_DWPL_FILL_ONE));
+    __asm__ volatile(MCU_DWPL_FILL_ENTRY
+                     "ldr r12, [lr, #24]\n\t"
+                     ".p2align 2\n\t" /* the line's first instruction, 32-bit, in one fetch word: refill 2 not 3 */
+                     "3:\n\t"
+                     "ldr r1, [lr, #36]\n\t"
+                     "cbz r1, 4f\n\t" MCU_DWPL_FILL_ONE "4:\n\t"
+                     "ldr r1, [lr, #16]\n\t"
+                     "lsrs r1, r1, #1\n\t" /* two pairs a step after an odd count's first (C), its Z kept */
+                     "bcc 7f\n\t" MCU_DWPL_FILL_PAIR "7:\n\t"
+                     "beq 5f\n\t"
+                     ".p2align 2\n\t"
+                     "1:\n\t" MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
+                     "subs r1, r1, #1\n\t"
+                     "bne 1b\n\t"
+                     "5:\n\t"
+                     "ldr r1, [lr, #40]\n\t"
+                     "cbz r1, 6f\n\t" MCU_DWPL_FILL_ONE "6:\n\t" MCU_DWPL_FILL_SKIP
+                     "subs r12, r12, #1\n\t"
+                     "bne 3b\n\t"
+                     "str r12, [lr, #24]\n\t"
+                     "pop {r4-r11, pc}\n\t");
 }
 
 /* The lines of the stride-1 3 x 3 and 6 x 6 images (padding 1 along them: a pixel alone and one pair, or a
@@ -453,10 +443,7 @@ static inline void mcu_dwpl_fill_prep(mcu_dwpl_fill_args *a, const mcu_dwpl_geom
     a->lead = lead;
     a->tail = (n - lead) & 1;
     a->pad_along = pad_along;
-    a->shape = lead == 1 && a->pairs == 2 && a->tail == 1   ? 6
-               : lead == 1 && a->pairs == 1 && a->tail == 0 ? 3
-               : lead == 1 && a->tail == 1                  ? 11
-                                                            : 0;
+    a->shape = lead == 1 && a->pairs == 2 && a->tail == 1 ? 6 : lead == 1 && a->pairs == 1 && a->tail == 0 ? 3 : 0;
 }
 
 /* Input lines j0 .. j0 + count - 1 of channels c .. c + 3 (x: channel c's first byte), plus the input offset,
@@ -474,8 +461,6 @@ static inline void mcu_dwpl_fill(mcu_dwpl_fill_args *a, int16_t *d0, const int8_
         mcu_dwpl_fill_lines6(a);
     } else if (a->shape == 3) {
         mcu_dwpl_fill_lines3(a);
-    } else if (a->shape == 11) {
-        mcu_dwpl_fill_lines11(a);
     } else {
         mcu_dwpl_fill_lines(a);
     }
