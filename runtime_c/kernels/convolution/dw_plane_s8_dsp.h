@@ -390,8 +390,8 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
 }
 
 /* The lines of the stride-1 3 x 3 and 6 x 6 images (padding 1 along them: a pixel alone and one pair, or a
- * pixel alone, two pairs and a pixel alone), straight, the line count in r1: mcu_dwpl_fill_lines's tests of
- * the pixels alone, its pair loop's and its line count in memory cost a line about 14 instructions. */
+ * pixel alone, two pairs and a pixel alone), straight, the line count in r1 and the planes' step in r12:
+ * mcu_dwpl_fill_lines's tests of the pixels alone and its pair loop's set-up cost a line 8 instructions. */
 #define MCU_DWPL_FILL_STRAIGHT(line)                                                          \
     MCU_DWPL_FILL_ENTRY                                                                       \
     "ldr r1, [lr, #24]\n\t"                                                                  \
