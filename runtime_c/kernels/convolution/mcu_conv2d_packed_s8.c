@@ -728,7 +728,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if defined(MCU_PW_SMALL_BUILT)
             if (pws) { /* every pair in one call, last pair first */
                 mcu_pw_small_run(input + (i - 1) * bi, output + (i - 1) * bo, (int32_t)((i + 1) / 2), -1, kp, out.c,
-                                 p->input_offset, packed, (int32_t *)col);
+                                 p->input_offset, packed);
                 i -= 2 * ((i + 1) / 2);
             }
 #endif
@@ -791,7 +791,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if defined(MCU_PW_SMALL_BUILT)
             if (pws) { /* every pair in one call */
                 const int64_t pairs = pixels / 2;
-                mcu_pw_small_run(x, y, (int32_t)pairs, 1, kp, out.c, p->input_offset, packed, (int32_t *)col);
+                mcu_pw_small_run(x, y, (int32_t)pairs, 1, kp, out.c, p->input_offset, packed);
                 i = 2 * pairs;
                 x += 2 * pairs * in.c;
                 y += 2 * pairs * out.c;
