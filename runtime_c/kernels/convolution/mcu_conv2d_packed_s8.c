@@ -336,7 +336,8 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
  * whose stream outgrows a flash cache and has MCU_PACKED_FLAG_GROUP (specialise.py: ds_cnn's 64->64
  * layers, mobilenet_v1's from 64 channels on, where the weights wait behind a cache a part of the stream
- * fits) gives it room for up to MCU_PW_GROUP_MAX pairs; other builds group the pairs their buffer holds. 0: no
+ * fits) gives it room for 18 pairs of each such layer; every build groups the pairs its buffer holds, up to
+ * MCU_PW_GROUP_MAX. 0: no
  * layer of this build groups its pairs, no code for it. */
 #if defined(MCU_PACKED_PW_GROUP_TAPS) && MCU_PACKED_PW_GROUP_TAPS == 0
 #define PW_GROUPS_BUILT 0
@@ -371,7 +372,10 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 #else
 #define MCU_PACKED_COL_ARRAY MCU_PACKED_BUF_TAPS
 #endif
-#define MCU_PW_GROUP_MAX 18 /* pairs sharing one read of the stream: a 6 x 6 image's */
+/* Pairs sharing one read of the stream: a 6 x 6 image's 18 fill the buffer specialise.py sizes for them at 128 taps;
+ * a layer of fewer taps groups what that buffer holds, up to this (mobilenet_v1's 12 x 12 layer of 64 taps: 33 of its
+ * 72 pairs, its 9.5 kB stream read three times where 18 read it four). */
+#define MCU_PW_GROUP_MAX 36
 
 /* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
  * the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
