@@ -495,7 +495,7 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 
 @st.composite
 def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False, chain: bool = False,
-                     triple: bool = False) -> dict:
+                     triple: bool = False, many: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
     up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
@@ -514,9 +514,10 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     (mcu_pw16_regs, mcu_pw32_regs). ``chain``: flat scaled streams of 64, 128 or 256 channels in, grouped, whose
     range is all of int8 (on the Cortex-M33 a group's part runs its pairs chained through the direct entry:
     MCU_PX2_CHAIN). ``triple``: flat scaled streams of 32 to 256 channels in whose range is all of int8 over 3, 6 or 9
-    pixels (pw3_s8_dsp.h: three pixels by two channels, every column first)."""
+    pixels (pw3_s8_dsp.h: three pixels by two channels, every column first); with ``many`` 64 or 128 channels in over
+    7 x 7 to 9 x 9 pixels (24 to 40 pairs: groups of more than 18 where the buffer holds them)."""
     k = 1 if pw8 or small or chain or triple else draw(st.sampled_from([1, 3]))
-    cin = (8 if pw8 else draw(st.sampled_from([64, 128, 256])) if chain
+    cin = (8 if pw8 else draw(st.sampled_from([64, 128] if many else [64, 128, 256])) if chain
            else draw(st.sampled_from([32, 64, 96, 256])) if triple
            else draw(st.sampled_from([16, 32])) if small
            else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
@@ -527,6 +528,7 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
     # the units left over, pairs and pixels after them
     h, w = (draw(st.sampled_from([(1, 3), (3, 1), (2, 3), (3, 2), (3, 3)])) if triple
+            else (draw(st.integers(7, 9)), draw(st.integers(7, 9))) if many
             else (draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     # the register loop's pixels apart (it keeps two columns), so that a crossed pixel shows
@@ -656,6 +658,20 @@ def test_packed_pair_chains_on_core(tmp_path_factory, stream_min: int, cases: li
                         stack_usage=True)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+@settings(max_examples=1, deadline=None, derandomize=True)
+@given(cases=st.lists(_pixel_pair_case(chain=True, many=True), min_size=8, max_size=8))
+def test_packed_pair_large_groups_on_core(tmp_path_factory, cases: list[dict]) -> None:
+    """Groups of more than 18 pairs on the Cortex-M33, bit-exact with the reference: a buffer of 5,472 int16 holds 36
+    pairs of 64 taps and 19 of 128 (MCU_PW_GROUP_MAX caps them at 36), layers of 24 to 40 pairs, forward and in place
+    both ways (every grouped layer groups: parts of one block), the pairs left after the last whole group and an odd
+    pixel."""
+    _batch_on_core(tmp_path_factory, "mps2-an505", cases, "packed",
+                   {"MCU_PIXEL4_STREAM_MIN": 0, "MCU_PACKED_PW_GROUP_TAPS": 5472})
 
 
 @requires_qemu

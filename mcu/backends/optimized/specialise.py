@@ -64,7 +64,7 @@ NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or m
 PIXEL4_STREAM_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (convolution/gemm_s8_dsp.h): stream bytes of a flash cache
 PIXEL4_GROUP = 4  # four-pixel units sharing a read of the stream (MCU_PIXEL4_GROUP)
 PW_GROUP_SPARE = 24  # MCU_PIXEL2_SPARE: the int16 of a pair's state after its column
-PW_GROUP_PAIRS = 18  # MCU_PW_GROUP_MAX: the pairs of a group
+PW_GROUP_PAIRS = 18  # the pairs of a group the buffer is sized for (the kernel groups what it holds, MCU_PW_GROUP_MAX)
 PW_GROUP_TAPS = PW_GROUP_PAIRS * (2 * 64 + PW_GROUP_SPARE)  # 18 pairs of 64 taps and their state: 5,472 B
 # 18 pairs of 128 taps, 10,080 B: mobilenet_v1's 128-channel layers (6 x 6 pixels) read their 35 kB streams
 # once instead of three times (-0.8 % of the model on mps2-an505-u575, its RAM +5 kB; ds_cnn's 64->64

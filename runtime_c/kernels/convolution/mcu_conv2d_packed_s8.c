@@ -336,7 +336,8 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
  * whose stream outgrows a flash cache and has MCU_PACKED_FLAG_GROUP (specialise.py: ds_cnn's 64->64
  * layers, mobilenet_v1's from 64 channels on, where the weights wait behind a cache a part of the stream
- * fits) gives it room for up to MCU_PW_GROUP_MAX pairs; other builds group the pairs their buffer holds. 0: no
+ * fits) gives it room for 18 pairs of each such layer; every build groups the pairs its buffer holds, up to
+ * MCU_PW_GROUP_MAX. 0: no
  * layer of this build groups its pairs, no code for it. */
 #if defined(MCU_PACKED_PW_GROUP_TAPS) && MCU_PACKED_PW_GROUP_TAPS == 0
 #define PW_GROUPS_BUILT 0
@@ -371,7 +372,10 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 #else
 #define MCU_PACKED_COL_ARRAY MCU_PACKED_BUF_TAPS
 #endif
-#define MCU_PW_GROUP_MAX 18 /* pairs sharing one read of the stream: a 6 x 6 image's */
+/* Pairs sharing one read of the stream: a 6 x 6 image's 18 fill the buffer specialise.py sizes for them at 128 taps;
+ * a layer of fewer taps groups what that buffer holds, up to this (mobilenet_v1's 12 x 12 layer of 64 taps: 33 of its
+ * 72 pairs, its 9.5 kB stream read three times where 18 read it four). */
+#define MCU_PW_GROUP_MAX 36
 
 /* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
  * the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
@@ -728,7 +732,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if defined(MCU_PW_SMALL_BUILT)
             if (pws) { /* every pair in one call, last pair first */
                 mcu_pw_small_run(input + (i - 1) * bi, output + (i - 1) * bo, (int32_t)((i + 1) / 2), -1, kp, out.c,
-                                 p->input_offset, packed, (int32_t *)col);
+                                 p->input_offset, packed);
                 i -= 2 * ((i + 1) / 2);
             }
 #endif
@@ -791,7 +795,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if defined(MCU_PW_SMALL_BUILT)
             if (pws) { /* every pair in one call */
                 const int64_t pairs = pixels / 2;
-                mcu_pw_small_run(x, y, (int32_t)pairs, 1, kp, out.c, p->input_offset, packed, (int32_t *)col);
+                mcu_pw_small_run(x, y, (int32_t)pairs, 1, kp, out.c, p->input_offset, packed);
                 i = 2 * pairs;
                 x += 2 * pairs * in.c;
                 y += 2 * pairs * out.c;

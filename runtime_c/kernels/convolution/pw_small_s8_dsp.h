@@ -12,10 +12,11 @@
  * 12 of byte stores and 6 at the loop's end: 176 cycles for K = 16 (22 an output, 1.38 per MAC), 304 for K = 32
  * (38, 1.19). Each pair's column (K words, the two pixels interleaved by tap pair as mcu_column2_s8 lays them) costs
  * about 3 K cycles, then about 16 for the pair's loop.
- * Registers: the column r4, the stream r5, the loads r0-r3, the accumulators r6-r12 and lr (channel c's pixel A in
- * r6 + 2c, pixel B in r7 + 2c; channel 3's in r12 and lr); the state (next input, pairs left, steps, the stream's
- * bounds, y, the saved r7) lives in FPU registers s0-s8 and s10 (a VMOV each way is one cycle; a push would be stack
- * the planned figures cannot see). */
+ * Registers: y r4, the stream r5, the loads r0-r3, the accumulators r6-r12 and lr (channel c's pixel A in r6 + 2c,
+ * pixel B in r7 + 2c; channel 3's in r12 and lr); the column on the stack (K words below the frame, read at
+ * immediate offsets from sp: so y needs no VMOV each way a block, 2 cycles); the rest of the state (next input, pairs
+ * left, steps, the stream's bounds, the saved r7) in FPU registers s0-s7, s9 and s10 (a VMOV each way is one cycle).
+ * The stack analysis (mcu/device/stack.py) counts the assembly's SUB of sp in the function's frame. */
 #ifndef MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
 
@@ -41,12 +42,11 @@ typedef struct {
     const int32_t *blocks;
     const int32_t *end;  /* after the last block */
     int8_t *y;           /* the first pair's pixel A outputs */
-    int32_t *col;        /* K words of scratch */
     int32_t back;        /* MCU_PWS_PASS2 and an odd count: a block's bytes (the pass entered at its second); else 0 */
 } mcu_pws_state;
 
 /* Input words j and j + 1 of both pixels (x at r12, pixel B K bytes on; the offset in lr) into four column words
- * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 + 16 j onwards (single stores at immediate offsets, a cycle
+ * each, (A, B) for taps (0, 2) then (1, 3), stored at sp + 16 j onwards (single stores at immediate offsets, a cycle
  * each, where an STM of four took five). */
 #define MCU_PWS_COL(K)                                                                                    \
     ".set .Lpws_j, 0\n\t"                                                                               \
@@ -59,26 +59,26 @@ typedef struct {
     "sxtab16 r7, lr, r1\n\t"                                                                              \
     "sxtab16 r8, lr, r0, ror #8\n\t"                                                                      \
     "sxtab16 r9, lr, r1, ror #8\n\t"                                                                      \
-    "str r6, [r4, #16 * .Lpws_j]\n\t"                                                                   \
-    "str r7, [r4, #16 * .Lpws_j + 4]\n\t"                                                               \
-    "str r8, [r4, #16 * .Lpws_j + 8]\n\t"                                                               \
-    "str r9, [r4, #16 * .Lpws_j + 12]\n\t"                                                              \
+    "str r6, [sp, #16 * .Lpws_j]\n\t"                                                                   \
+    "str r7, [sp, #16 * .Lpws_j + 4]\n\t"                                                               \
+    "str r8, [sp, #16 * .Lpws_j + 8]\n\t"                                                               \
+    "str r9, [sp, #16 * .Lpws_j + 12]\n\t"                                                              \
     "sxtab16 r6, lr, r2\n\t"                                                                              \
     "sxtab16 r7, lr, r3\n\t"                                                                              \
     "sxtab16 r8, lr, r2, ror #8\n\t"                                                                      \
     "sxtab16 r9, lr, r3, ror #8\n\t"                                                                      \
-    "str r6, [r4, #16 * .Lpws_j + 16]\n\t"                                                              \
-    "str r7, [r4, #16 * .Lpws_j + 20]\n\t"                                                              \
-    "str r8, [r4, #16 * .Lpws_j + 24]\n\t"                                                              \
-    "str r9, [r4, #16 * .Lpws_j + 28]\n\t"                                                              \
+    "str r6, [sp, #16 * .Lpws_j + 16]\n\t"                                                              \
+    "str r7, [sp, #16 * .Lpws_j + 20]\n\t"                                                              \
+    "str r8, [sp, #16 * .Lpws_j + 24]\n\t"                                                              \
+    "str r9, [sp, #16 * .Lpws_j + 28]\n\t"                                                              \
     ".set .Lpws_j, .Lpws_j + 2\n\t"                                                                   \
     ".endr\n\t"
 
 /* Tap pair 0 with the biases: each channel's bias loaded into pixel A's accumulator, pixel B's SMLAD first (while
  * the register holds the bias alone). */
 #define MCU_PWS_TAP0                                                                                      \
-    "ldr r0, [r4, #0]\n\t"                                                                                \
-    "ldr r1, [r4, #4]\n\t"                                                                                \
+    "ldr r0, [sp, #0]\n\t"                                                                                \
+    "ldr r1, [sp, #4]\n\t"                                                                                \
     "ldr r2, [r5, #.Lpws_o + 16]\n\t"                                                                               \
     "ldr r3, [r5, #.Lpws_o + 20]\n\t"                                                                               \
     "ldr r6, [r5, #.Lpws_o + 0]\n\t"                                                                                \
@@ -96,12 +96,12 @@ typedef struct {
     "smlad lr, r1, r3, r12\n\t"                                                                           \
     "smlad r12, r0, r3, r12\n\t"
 
-/* Tap pairs 1 .. K / 2 - 1: the column's (A, B) words at r4 + 8 t, the four channels' at r5 + 16 + 16 t. */
+/* Tap pairs 1 .. K / 2 - 1: the column's (A, B) words at sp + 8 t, the four channels' at r5 + 16 + 16 t. */
 #define MCU_PWS_TAPS(K)                                                                                   \
     ".set .Lpws_t, 1\n\t"                                                                               \
     ".rept " #K " / 2 - 1\n\t"                                                                            \
-    "ldr r0, [r4, #8 * .Lpws_t]\n\t"                                                                    \
-    "ldr r1, [r4, #8 * .Lpws_t + 4]\n\t"                                                                \
+    "ldr r0, [sp, #8 * .Lpws_t]\n\t"                                                                    \
+    "ldr r1, [sp, #8 * .Lpws_t + 4]\n\t"                                                                \
     "ldr r2, [r5, #.Lpws_o + 16 + 16 * .Lpws_t]\n\t"                                                              \
     "ldr r3, [r5, #.Lpws_o + 20 + 16 * .Lpws_t]\n\t"                                                              \
     "smlad r6, r0, r2, r6\n\t"                                                                            \
@@ -144,25 +144,23 @@ typedef struct {
     "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
     "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
-/* The block's eight bytes, pixel A's at y (s8) by `stores_a` and B's a stride (s4) after y + b. */
+/* The block's eight bytes, pixel A's at y (r4) by `stores_a` and B's a stride (s4) after y + b. */
 #define MCU_PWS_STORE(stores_a, b)                                                                        \
-    "vmov r0, s8\n\t"                                                                                     \
     "vmov r1, s4\n\t"                                                                                     \
-    "add r1, r1, r0\n\t" stores_a                                                                         \
+    "add r1, r1, r4\n\t" stores_a                                                                         \
     "strb r7, [r1, #" b "]\n\t"                                                                           \
     "strb r9, [r1, #" b " + 1]\n\t"                                                                       \
     "strb r11, [r1, #" b " + 2]\n\t"                                                                      \
     "strb lr, [r1, #" b " + 3]\n\t"
 /* Pixel A's four bytes at y, y then on by 4 (a pass's last block). */
 #define MCU_PWS_A_NEXT                                                                                    \
-    "strb r8, [r0, #1]\n\t"                                                                               \
-    "strb r10, [r0, #2]\n\t"                                                                              \
-    "strb r12, [r0, #3]\n\t"                                                                              \
-    "strb r6, [r0], #4\n\t"
+    "strb r8, [r4, #1]\n\t"                                                                               \
+    "strb r10, [r4, #2]\n\t"                                                                              \
+    "strb r12, [r4, #3]\n\t"                                                                              \
+    "strb r6, [r4], #4\n\t"
 
-/* The pass's end: y (r0) to s8, the stream on by `ds`, the next pass unless the stream's end (s7). */
+/* The pass's end: the stream on by `ds`, the next pass unless the stream's end (s7). */
 #define MCU_PWS_NEXT(ds)                                                                                  \
-    "vmov s8, r0\n\t"                                                                                     \
     "add r5, r5, #" ds "\n\t"                                                                             \
     "vmov r0, s7\n\t"                                                                                     \
     "cmp r5, r0\n\t"                                                                                      \
@@ -181,23 +179,21 @@ typedef struct {
 #if defined(__ARM_ARCH_8M_MAIN__)
 /* Pixel A's four bytes at y + a, y left. */
 #define MCU_PWS_A_AT(a)                                                                                   \
-    "strb r6, [r0, #" a "]\n\t"                                                                            \
-    "strb r8, [r0, #" a " + 1]\n\t"                                                                        \
-    "strb r10, [r0, #" a " + 2]\n\t"                                                                       \
-    "strb r12, [r0, #" a " + 3]\n\t"
+    "strb r6, [r4, #" a "]\n\t"                                                                            \
+    "strb r8, [r4, #" a " + 1]\n\t"                                                                        \
+    "strb r10, [r4, #" a " + 2]\n\t"                                                                       \
+    "strb r12, [r4, #" a " + 3]\n\t"
 #define MCU_PWS_PASS2(K)                                                                                  \
     "vmov r0, s9\n\t"                                                                                     \
     "cmp r0, #0\n\t"                                                                                      \
     "bne 4f\n\t"                                                                                          \
     "2:\n\t" MCU_PWS_BLOCK(K, "0", MCU_PWS_A_AT("0"), "0")                                                 \
     "3:\n\t" MCU_PWS_BLOCK(K, "80 + 8 * " #K, MCU_PWS_A_AT("4"), "4")                                       \
-    "add r0, r0, #8\n\t" MCU_PWS_NEXT("160 + 16 * " #K)
+    "add r4, r4, #8\n\t" MCU_PWS_NEXT("160 + 16 * " #K)
 #define MCU_PWS_ODD                                                                                       \
     "4:\n\t"                                                                                              \
     "sub r5, r5, r0\n\t"                                                                                  \
-    "vmov r0, s8\n\t"                                                                                     \
-    "sub r0, r0, #4\n\t"                                                                                  \
-    "vmov s8, r0\n\t"                                                                                     \
+    "sub r4, r4, #4\n\t"                                                                                  \
     "b 3b\n\t"
 #define MCU_PWS_TWO 1
 #else
@@ -209,7 +205,7 @@ typedef struct {
 /* Every pair of the run: its column, then every block; y then stands at pixel A's output end. */
 #define MCU_PWS_BODY(K, PASS, ODD)                                                                        \
     "vmov s10, r7\n\t"                                                                                    \
-    "ldm r4, {r0, r1, r2, r3, r5, r6, r8, r9, r10, r11, r12}\n\t"                                         \
+    "ldm r4, {r0, r1, r2, r3, r5, r6, r8, r9, r10, r12}\n\t"                                              \
     "vmov s0, r0\n\t"                                                                                     \
     "vmov s1, r1\n\t"                                                                                     \
     "vmov s2, r2\n\t"                                                                                     \
@@ -218,9 +214,9 @@ typedef struct {
     "vmov s5, r6\n\t"                                                                                     \
     "vmov s6, r8\n\t"                                                                                     \
     "vmov s7, r9\n\t"                                                                                     \
-    "vmov s8, r10\n\t"                                                                                    \
     "vmov s9, r12\n\t"                                                                                    \
-    "mov r4, r11\n\t" /* the column, fixed for the call */                                              \
+    "mov r4, r10\n\t"                                                                                     \
+    "sub sp, sp, #4 * " #K "\n\t" /* the column, below the frame */                                      \
     "1:\n\t"                                                                                              \
     "vmov r12, s0\n\t"                                                                                    \
     "vmov lr, s2\n\t"                                                                                     \
@@ -234,18 +230,17 @@ typedef struct {
     "subs r12, r12, #1\n\t"                                                                               \
     "beq 9f\n\t"                                                                                          \
     "vmov s1, r12\n\t"                                                                                    \
-    "vmov r12, s8\n\t"                                                                                    \
     "vmov lr, s3\n\t"                                                                                     \
-    "add r12, r12, lr\n\t"                                                                                \
-    "vmov s8, r12\n\t"                                                                                    \
+    "add r4, r4, lr\n\t"                                                                                  \
     "b 1b\n\t"                                                                                            \
     ODD                                                                                                   \
     "9:\n\t"                                                                                              \
+    "add sp, sp, #4 * " #K "\n\t"                                                                          \
     "vmov r7, s10\n\t"
 
 #define MCU_PWS_CLOBBERS                                                                                  \
     "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4", "s5", \
-        "s6", "s7", "s8", "s9", "s10", "cc", "memory"
+        "s6", "s7", "s9", "s10", "cc", "memory"
 
 static __attribute__((noinline)) void mcu_pw16_regs(const mcu_pws_state *st)
 {
@@ -282,10 +277,9 @@ static inline int mcu_pw_small_takes(int tail, int32_t kp)
     return (tail & (1 | 8)) == 8 && (kp == 16 || kp == 32);
 }
 
-/* `pairs` (>= 1) pixel pairs from x and y (pixel A's), the next ones 2 pixels on (step 1) or back (step -1); col:
- * kp words of word-aligned scratch. */
+/* `pairs` (>= 1) pixel pairs from x and y (pixel A's), the next ones 2 pixels on (step 1) or back (step -1). */
 static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, int step, int32_t kp, int32_t cout,
-                                    int32_t input_offset, const int32_t *blocks, int32_t *col)
+                                    int32_t input_offset, const int32_t *blocks)
 {
     const mcu_pws_state s = {x,
                              pairs,
@@ -296,7 +290,6 @@ static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, i
                              blocks,
                              blocks + (cout / 4) * mcu_packed_block_words(kp),
                              y,
-                             col,
                              MCU_PWS_TWO && kp == 16 && (cout / 4) % 2 ? 4 * mcu_packed_block_words(kp) : 0};
     if (kp == 16) {
         mcu_pw16_regs(&s);
