@@ -520,6 +520,8 @@ typedef struct {
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
     int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
+    int32_t next;        /* one-step lines (three, six): bytes from end to the next channel's plane (t + 1) */
+    int32_t more;        /* one-step lines: another channel of the group follows (t + 1) */
 } mcu_dwpl_ch;
 
 /* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
@@ -683,7 +685,9 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                    offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
                    offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
                    offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
-                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76,
+                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76 &&
+                   offsetof(mcu_dwpl_ch, next) == 80 && offsetof(mcu_dwpl_ch, more) == 84 &&
+                   sizeof(mcu_dwpl_ch) == 88,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
@@ -870,6 +874,17 @@ _Static_assert(MCU_DWPL_COLS(3) * 2 == 12, "MCU_DWPL_LINE3_S: the bytes of a pla
     "add r7, r7, r11\n\t"                                                                     \
     "cmp r0, r2\n\t"                                                                          \
     "bne 1b\n\t"
+/* After a channel's one-step lines (three, six), the group's next channel (t->more) from label: its constants at
+ * r12 + 88, its plane t->next bytes on from this one's end (where the lines left r0). The four channels of a
+ * group in one call: about 7 cycles a channel where the C loop between calls took about 50 (6 x 6 images) and
+ * 64 (3 x 3). */
+#define MCU_DWPL_NEXT_CH(label)                                                               \
+    "ldr r2, [r12, #84]\n\t"                                                                  \
+    "ldr r3, [r12, #80]\n\t"                                                                  \
+    "add r12, r12, #88\n\t"                                                                   \
+    "add r0, r0, r3\n\t"                                                                      \
+    "cmp r2, #0\n\t"                                                                          \
+    "bne " label "\n\t"
 /* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
  * the plane position on by adv among the last line's MACs. */
 #define MCU_DWPL_ROWS(LD, MAC0, MAC, adv)                                                     \
@@ -933,11 +948,12 @@ _Static_assert(MCU_DWPL_COLS(3) * 2 == 12, "MCU_DWPL_LINE3_S: the bytes of a pla
     "strb r10, [r4]\n\t"                                                                      \
     "add r7, r4, lr\n\t"
 #define MCU_DWPL_CHANNEL3(clamp3)                                                             \
+    "0:\n\t"                                                                                  \
     "ldr r7, [r12]\n\t"                                                                       \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
-        MCU_DWPL_LINE_END_Y3
+        MCU_DWPL_LINE_END_Y3 MCU_DWPL_NEXT_CH("0b")
 /* Lines of six pixels without the clamp (6 x 6 images: a quad and a pair cost 126 cycles a line, six
  * accumulators one step of about 107): the weights in lr and r1, the plane words x0 .. x7 in r2-r5, the
  * accumulators r6-r11. A plane line of six pixels is always MCU_DWPL_COLS(6) int16, so the second and
@@ -1002,7 +1018,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r5, r5, r4, lsl #1\n\t"                                                              \
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
-    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6S
+    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6S MCU_DWPL_NEXT_CH("1b")
 /* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 108 cycles a step
  * against 114 for a quad and a half on the M4/M33 model; mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8,
  * 24 x 24 x 32 and 12 x 12 x 64 layers 430,481 / 436,629 / 231,580 -> 408,901 / 412,157 / 216,072
@@ -1136,6 +1152,12 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
                      : "+r"(r0)                                                               \
                      : "r"(r1), "r"(r12)                                                      \
                      : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
+/* The same for a group's one-step lines (MCU_DWPL_NEXT_CH steps r12 through the group). */
+#define MCU_DWPL_RUN_GROUP(loop)                                                              \
+    __asm__ volatile(loop                                                                     \
+                     : "+r"(r0), "+r"(r12)                                                    \
+                     : "r"(r1)                                                                \
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
 /* The loop of a layer's lines: three pixels (LOOP3) or quads and their tail (LOOP), with the clamp or not. */
 #define MCU_DWPL_PICK(three, clamp, LOOP3, LOOP)                                              \
     do {                                                                                      \
@@ -1158,11 +1180,19 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     register const int16_t *r0 __asm__("r0") = pos;                                                   \
     register int32_t r1 __asm__("r1") = line_bytes;                                                   \
     register mcu_dwpl_ch *r12 __asm__("r12") = t;                                                     \
-    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */                                        \
+    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp; the group's four channels */             \
         __asm__ volatile(MCU_DWPL_CHANNEL6                                                            \
-                         : "+r"(r0), "+r"(r1)                                                         \
-                         : "r"(r12)                                                                   \
+                         : "+r"(r0), "+r"(r1), "+r"(r12)                                              \
+                         :                                                                            \
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"); \
+        return;                                                                                       \
+    }                                                                                                 \
+    if (kind == 3) { /* the group's four channels */                                                  \
+        if ((clamp) == MCU_DWPL_CLAMP) {                                                              \
+            MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3(MCU_DWPL_CLAMP3));                                    \
+        } else {                                                                                      \
+            MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3(""));                                                 \
+        }                                                                                             \
         return;                                                                                       \
     }                                                                                                 \
     if (kind == 12) { /* MCU_DWPL_KIND: never with the clamp */                                       \
@@ -1173,7 +1203,11 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
         MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);                                                            \
         return;                                                                                       \
     }                                                                                                 \
-    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL)
+    if ((clamp) == MCU_DWPL_CLAMP) {                                                                  \
+        MCU_DWPL_RUN(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1));             \
+    } else {                                                                                          \
+        MCU_DWPL_RUN(MCU_DWPL_CHANNEL("", "", ""));                                                   \
+    }
 
 /* The loops of mcu_dwpl_channel for MCU_DWPL_RELU: the same macros with the requantization's sign
  * correction left out. */
@@ -1183,7 +1217,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 #define MCU_DWPL_RQ MCU_DWPL_RQ_RELU
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_RELU
 #define MCU_DWPL_RQS MCU_DWPL_RQS_RELU
-static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
 {
     MCU_DWPL_CHANNEL_BODY(MCU_DWPL_SAT);
 }
@@ -1200,7 +1234,7 @@ static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes,
 #define MCU_DWPL_RQ6(a) "smmla " a ", " a ", r1, lr\n\t"
 #define MCU_DWPL_RQS(a) "smmla " a ", " a ", lr, r3\n\t"
 _Static_assert(MCU_DWPL_SCALE - 1 == 14, "MCU_DWPL_SAT8's shift");
-static inline void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
@@ -1224,7 +1258,7 @@ static inline void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_byte
 
 /* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels;
  * clamp: how the outputs are finished (MCU_DWPL_SAT, _CLAMP, _RELU). */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
+static inline __attribute__((always_inline)) void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     if (clamp == MCU_DWPL_RELU) {
         mcu_dwpl_channel_relu(pos, line_bytes, t, kind);
@@ -1270,17 +1304,24 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     const int32_t cols = line_bytes / 2;
-    for (; t->lines > 0; --t->lines) {
-        if (kind == 3 || kind == 6) { /* one step a line, the position left at the line's start */
-            uint32_t s[6];
-            for (int32_t k = 0; k < kind; ++k) {
-                s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
+    if (kind == 3 || kind == 6) { /* one step a line, the position left at the line's start; the group's channels */
+        for (;; ++t) {
+            for (; t->lines > 0; --t->lines) {
+                uint32_t s[6];
+                for (int32_t k = 0; k < kind; ++k) {
+                    s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
+                }
+                mcu_dwpl_put_out(t, s, kind, clamp);
+                pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+                t->y += t->yskip;
             }
-            mcu_dwpl_put_out(t, s, kind, clamp);
-            pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
-            t->y += t->yskip;
-            continue;
+            if (!t->more) {
+                return;
+            }
+            pos = (const int16_t *)(const void *)((const char *)pos + t->next);
         }
+    }
+    for (; t->lines > 0; --t->lines) {
         const int32_t n = kind >= 12 ? 6 : 4; /* pixels a step: sixes (MCU_DWPL_SIXES) or quads */
         for (; pos != t->end; pos += n) {
             uint32_t s[6];
@@ -1360,9 +1401,12 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
     /* after the sixes: a pair (bits 31 and 29: the shifted word is not zero with the pair alone), a pixel
      * alone (bit 30) */
     const uint32_t tail6 = (g->len % 6 >= 2 ? 0xA0000000u : 0u) | (uint32_t)(g->len & 1) << 30;
-    for (int32_t k = 0; kind >= 12 && k < 4; ++k) {
-        t[k].tail = mcu_u32_to_s32(tail6);
+    for (int32_t k = 0; k < 4; ++k) {
+        t[k].tail = kind >= 12 ? mcu_u32_to_s32(tail6) : t[k].tail;
+        t[k].more = k < 3;
     }
+    /* one-step lines: mcu_dwpl_channel runs the group's four channels in one call */
+    const int group = kind == 3 || kind == 6;
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
@@ -1373,9 +1417,9 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
             if (clamp == MCU_DWPL_SCALED) {
                 mcu_dwpl_group_init_scaled(t, weight + c, ch, across, along, q->multiplier + c, q->shift + c, bc,
                                            output_offset);
-            } else {
-                mcu_dwpl_group_init(t, weight + c, ch, across, along, 0, q->multiplier + c, q->shift + c, bc,
-                                    output_offset);
+            } else { /* in line, as before the stride-2 paths shared it out of line */
+                mcu_dwpl_group_init_as(t, weight + c, ch, across, along, 0, q->multiplier + c, q->shift + c, bc,
+                                       output_offset, 0);
             }
             for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
                 const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
@@ -1404,9 +1448,22 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
                 }
                 /* one-step lines (three, six): the position after the band's last line */
                 const int32_t ends = scaled || (kind != 3 && kind != 6) ? steps : nb * g->cols;
+                int8_t *yk = yb + (size_t)l0 * line_step + c;
+                if (group) { /* the four channels' fields in a loop without a call (GCC kept them in registers) */
+                    const int16_t *ek = planes + ends;
+                    const int32_t next = (g->plane - ends) * 2;
+                    for (int32_t k = 0; k < 4; ++k, ++yk, ek += g->plane) {
+                        t[k].y = yk;
+                        t[k].end = ek;
+                        t[k].lines = nb;
+                        t[k].next = next;
+                    }
+                    mcu_dwpl_channel(planes, g->cols * 2, t, clamp, kind);
+                    continue;
+                }
                 for (int32_t k = 0; k < 4; ++k) {
                     const int16_t *plane = planes + k * g->plane;
-                    t[k].y = yb + (size_t)l0 * line_step + c + k;
+                    t[k].y = yk + k;
                     t[k].end = plane + ends;
                     t[k].lines = nb;
                     mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
