@@ -1447,8 +1447,6 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
         t[k].tail = kind >= 12 ? mcu_u32_to_s32(tail6) : t[k].tail;
         t[k].more = k < 3;
     }
-    /* one-step lines: mcu_dwpl_channel runs the group's four channels in one call */
-    const int group = kind == 3 || kind == 6;
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
@@ -1485,25 +1483,25 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
                 }
                 /* one-step lines (three, six): the position after the band's last line */
                 const int32_t ends = scaled || (kind != 3 && kind != 6) ? steps : nb * g->cols;
+                /* the four channels' fields in a loop without a call, which GCC keeps in registers */
                 int8_t *yk = yb + (size_t)l0 * line_step + c;
-                if (group) { /* the four channels' fields in a loop without a call (GCC kept them in registers) */
-                    const int16_t *ek = planes + ends;
-                    const int32_t next = (g->plane - ends) * 2;
-                    for (int32_t k = 0; k < 4; ++k, ++yk, ek += g->plane) {
-                        t[k].y = yk;
-                        t[k].end = ek;
-                        t[k].lines = nb;
-                        t[k].next = next;
-                    }
-                    mcu_dwpl_channel(planes, g->cols * 2, t, clamp, kind);
+                const int16_t *ek = planes + ends;
+                const int32_t next = (g->plane - ends) * 2;
+                for (int32_t k = 0; k < 4; ++k, ++yk, ek += g->plane) {
+                    t[k].y = yk;
+                    t[k].end = ek;
+                    t[k].lines = nb;
+                    t[k].next = next;
+                }
+                /* one-step lines: the group's four channels in one call; the kinds spelt out, so that each site
+                 * expands only its own loops */
+                if (kind == 3 || kind == 6) {
+                    mcu_dwpl_channel(planes, g->cols * 2, t, clamp, kind == 3 ? 3 : 6);
                     continue;
                 }
                 for (int32_t k = 0; k < 4; ++k) {
-                    const int16_t *plane = planes + k * g->plane;
-                    t[k].y = yk + k;
-                    t[k].end = plane + ends;
-                    t[k].lines = nb;
-                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
+                    mcu_dwpl_channel(planes + k * g->plane, g->cols * 2, &t[k], clamp,
+                                     kind == 12 ? 12 : kind == 13 ? 13 : 0);
                 }
             }
         }
