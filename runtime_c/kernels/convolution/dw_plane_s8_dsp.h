@@ -83,7 +83,7 @@
  * cycles. */
 enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED };
 /* MCU_DWPL_SCALED: a RELU layer whose channels' accumulators are scaled by 2^e, e = MCU_DWPL_SCALE - R (R the
- * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_as, scaled), so that every
+ * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_s1), so that every
  * channel's requantization is SMMLA and SSAT with one shift, MCU_DWPL_SCALE - 1, in the SSAT (the pointwise
  * pairs' scaled streams, docs/cycles.md): per output an ASR fewer, per step the load of R. In-place layers of
  * lines of sixes (MCU_DWPL_KIND 12 and 13) take it where mcu_dwpl_quant_ok_scaled's bounds hold for every
@@ -588,6 +588,34 @@ static inline __attribute__((always_inline)) void mcu_dwpl_ch_lanes(mcu_dwpl_ch 
     }
 }
 
+/* The requantization and bias fields of channels c .. c + 3 (t[0 .. 3]; the arrays from channel c). */
+static inline __attribute__((always_inline)) void mcu_dwpl_group_rq(mcu_dwpl_ch t[4], const int32_t *multiplier,
+                                                                    const int32_t *shift, const int32_t *bias,
+                                                                    int32_t output_offset, int scaled)
+{
+    /* 2^(R-1) + output_offset 2^R = (2 output_offset + 1) 2^(R-1), R - 1 = ~shift: fits (mcu_dwpl_quant_ok);
+     * unsigned, so that no step overflows. The four channels in straight lines (a loop with the bias's test
+     * in it: about 28 cycles a channel on the M33 model). */
+    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u;
+    /* every read before the first write: t's int32_t fields may alias the arrays, so GCC reloaded each
+     * shift after the stores */
+    const int32_t m0 = multiplier[0], m1 = multiplier[1], m2 = multiplier[2], m3 = multiplier[3];
+    const int32_t sh0 = shift[0], sh1 = shift[1], sh2 = shift[2], sh3 = shift[3];
+    const uint32_t b0 = bias != NULL ? 2u * (uint32_t)bias[0] : 0u, b1 = bias != NULL ? 2u * (uint32_t)bias[1] : 0u;
+    const uint32_t b2 = bias != NULL ? 2u * (uint32_t)bias[2] : 0u, b3 = bias != NULL ? 2u * (uint32_t)bias[3] : 0u;
+    /* scaled: 2^e bias (the doubled one times 2^(e-1)) and C = 2^(e-2) + k2 2^(MCU_DWPL_SCALE - 2) (see
+     * mcu_dwpl_rq_scaled) */
+#define MCU_DWPL_RQ_INIT(k, bk, mk, sk)                                                                  \
+    t[k].bias = scaled ? (bk) << ((MCU_DWPL_SCALE - 1 + (sk)) & 31) : (bk);                           \
+    t[k].m = (mk);                                                                                       \
+    t[k].c = scaled ? mcu_u32_to_s32((1u << ((MCU_DWPL_SCALE - 2 + (sk)) & 31)) + (k2 << (MCU_DWPL_SCALE - 2))) \
+                    : mcu_u32_to_s32(k2 << (~(uint32_t)(sk) & 31u));                                     \
+    t[k].sh = -(sk);
+    MCU_DWPL_RQ_INIT(0, b0, m0, sh0) MCU_DWPL_RQ_INIT(1, b1, m1, sh1) MCU_DWPL_RQ_INIT(2, b2, m2, sh2)
+    MCU_DWPL_RQ_INIT(3, b3, m3, sh3)
+#undef MCU_DWPL_RQ_INIT
+}
+
 /* The constants of channels c .. c + 3 into t[0 .. 3] (w: their first tap's weights, taps [3][3][ch]):
  * kernel line i's taps at (i across + j along) ch bytes, j = 0 .. 2 (across 3, along 1; transposed
  * lines 1 and 3). Stride 1 (s2 0): the lane pairs (w_i0 w_i1), (w_i1 w_i2); stride 2: (w_i0 w_i1) of the
@@ -625,27 +653,7 @@ mcu_dwpl_group_init_as(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t ac
 #undef MCU_DWPL_ODD
     mcu_dwpl_ch_lanes(&t[1], 0, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
     mcu_dwpl_ch_lanes(&t[3], 1, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
-    /* 2^(R-1) + output_offset 2^R = (2 output_offset + 1) 2^(R-1), R - 1 = ~shift: fits (mcu_dwpl_quant_ok);
-     * unsigned, so that no step overflows. The four channels in straight lines (a loop with the bias's test
-     * in it: about 28 cycles a channel on the M33 model). */
-    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u;
-    /* every read before the first write: t's int32_t fields may alias the arrays, so GCC reloaded each
-     * shift after the stores */
-    const int32_t m0 = multiplier[0], m1 = multiplier[1], m2 = multiplier[2], m3 = multiplier[3];
-    const int32_t sh0 = shift[0], sh1 = shift[1], sh2 = shift[2], sh3 = shift[3];
-    const uint32_t b0 = bias != NULL ? 2u * (uint32_t)bias[0] : 0u, b1 = bias != NULL ? 2u * (uint32_t)bias[1] : 0u;
-    const uint32_t b2 = bias != NULL ? 2u * (uint32_t)bias[2] : 0u, b3 = bias != NULL ? 2u * (uint32_t)bias[3] : 0u;
-    /* scaled: 2^e bias (the doubled one times 2^(e-1)) and C = 2^(e-2) + k2 2^(MCU_DWPL_SCALE - 2) (see
-     * mcu_dwpl_rq_scaled) */
-#define MCU_DWPL_RQ_INIT(k, bk, mk, sk)                                                                  \
-    t[k].bias = scaled ? (bk) << ((MCU_DWPL_SCALE - 1 + (sk)) & 31) : (bk);                           \
-    t[k].m = (mk);                                                                                       \
-    t[k].c = scaled ? mcu_u32_to_s32((1u << ((MCU_DWPL_SCALE - 2 + (sk)) & 31)) + (k2 << (MCU_DWPL_SCALE - 2))) \
-                    : mcu_u32_to_s32(k2 << (~(uint32_t)(sk) & 31u));                                     \
-    t[k].sh = -(sk);
-    MCU_DWPL_RQ_INIT(0, b0, m0, sh0) MCU_DWPL_RQ_INIT(1, b1, m1, sh1) MCU_DWPL_RQ_INIT(2, b2, m2, sh2)
-    MCU_DWPL_RQ_INIT(3, b3, m3, sh3)
-#undef MCU_DWPL_RQ_INIT
+    mcu_dwpl_group_rq(t, multiplier, shift, bias, output_offset, scaled);
 }
 
 static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
@@ -653,6 +661,50 @@ static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_
                                        int32_t output_offset)
 {
     mcu_dwpl_group_init_as(t, w, ch, across, along, s2, multiplier, shift, bias, output_offset, 0);
+}
+
+/* Kernel line i's two words of channels c .. c + 3 from its taps' words v0 v1 v2 (taps j = 0 .. 2, a byte a
+ * channel), stride 1: (w_i0 w_i1) and (w_i1 w_i2), doubled (scaled: times 2^e, the factors f02 and f13). */
+static inline __attribute__((always_inline)) void mcu_dwpl_line_s1(mcu_dwpl_ch t[4], int i, uint32_t v0, uint32_t v1,
+                                                                   uint32_t v2, int scaled, uint32_t f02,
+                                                                   uint32_t f13)
+{
+    const uint32_t e0 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16(v0), f02) : mcu_sxtab16(mcu_sxtb16(v0), v0);
+    const uint32_t e1 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16(v1), f02) : mcu_sxtab16(mcu_sxtb16(v1), v1);
+    const uint32_t e2 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16(v2), f02) : mcu_sxtab16(mcu_sxtb16(v2), v2);
+    t[0].w[2 * i] = mcu_dwpl_lows(e0, e1);
+    t[0].w[2 * i + 1] = mcu_dwpl_lows(e1, e2);
+    t[2].w[2 * i] = mcu_dwpl_highs(e0, e1);
+    t[2].w[2 * i + 1] = mcu_dwpl_highs(e1, e2);
+    const uint32_t o0 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16_ror8(v0), f13)
+                               : mcu_sxtab16_ror8(mcu_sxtb16_ror8(v0), v0);
+    const uint32_t o1 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16_ror8(v1), f13)
+                               : mcu_sxtab16_ror8(mcu_sxtb16_ror8(v1), v1);
+    const uint32_t o2 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16_ror8(v2), f13)
+                               : mcu_sxtab16_ror8(mcu_sxtb16_ror8(v2), v2);
+    t[1].w[2 * i] = mcu_dwpl_lows(o0, o1);
+    t[1].w[2 * i + 1] = mcu_dwpl_lows(o1, o2);
+    t[3].w[2 * i] = mcu_dwpl_highs(o0, o1);
+    t[3].w[2 * i + 1] = mcu_dwpl_highs(o1, o2);
+}
+
+/* mcu_dwpl_group_init_as for stride 1, a kernel line at a time: its three tap words and six lanes, so that no value
+ * outlives its line (the nine words and eighteen lanes at once spilled to the stack). The widening is about 130
+ * cycles a group on the M33 model; the set-up as a whole gains little (the requantization words spill instead), but
+ * mobilenet_v1 measured about 15 k estimated cycles fewer on mps2-an386-l4r5 than with mcu_dwpl_group_init_as in
+ * line, the others a few k fewer. */
+static inline __attribute__((always_inline)) void
+mcu_dwpl_group_init_s1(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
+                       const int32_t *multiplier, const int32_t *shift, const int32_t *bias, int32_t output_offset,
+                       int scaled)
+{
+    const size_t a = (size_t)across * (size_t)ch, b = (size_t)along * (size_t)ch;
+    const uint32_t f02 = scaled ? (1u << (MCU_DWPL_SCALE + shift[0])) | (1u << (MCU_DWPL_SCALE + 16 + shift[2])) : 0u;
+    const uint32_t f13 = scaled ? (1u << (MCU_DWPL_SCALE + shift[1])) | (1u << (MCU_DWPL_SCALE + 16 + shift[3])) : 0u;
+    mcu_dwpl_group_rq(t, multiplier, shift, bias, output_offset, scaled);
+    for (int i = 0; i < 3; ++i, w += a) {
+        mcu_dwpl_line_s1(t, i, mcu_load_u32(w), mcu_load_u32(w + b), mcu_load_u32(w + 2 * b), scaled, f02, f13);
+    }
 }
 
 /* The fields of t[0 .. 3] fixed for a layer: the output step, the line's tail, the plane's skip from a
@@ -1410,7 +1462,7 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
             /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
             const int32_t across = g->transposed ? 1 : 3, along = g->transposed ? 3 : 1;
             const int32_t *bc = bias != NULL ? bias + c : NULL;
-            mcu_dwpl_group_init_as(t, weight + c, ch, across, along, 0, q->multiplier + c, q->shift + c, bc,
+            mcu_dwpl_group_init_s1(t, weight + c, ch, across, along, q->multiplier + c, q->shift + c, bc,
                                    output_offset, clamp == MCU_DWPL_SCALED);
             for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
                 const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
