@@ -107,6 +107,10 @@ CASES = [
     (8, 25, 7, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),  # scaled lines of sixes along columns, a pixel after
     (4, 6, 30, 3, 3, 1, 2, 0, "inplace", (-128, 127), "fast"),
     (8, 5, 18, 3, 3, 1, 0, 2, "inplace", "relu", "fast"),
+    # lines of six and of three, a group's four channels a call: ReLU lines of six and three, clamped lines of three
+    (12, 6, 6, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (12, 3, 3, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (12, 3, 3, 3, 3, 1, 1, 0, "inplace", (-100, 90), "fast"),
     # small stride-2 images straight from the channels (convolution/dw_direct_s8_dsp.h, which takes the
     # relu cases below; the others keep the planes or the pixel path): rows of pairs staged under the
     # input, a row of pairs below padding 2, odd rows apart and staged

@@ -83,7 +83,7 @@
  * cycles. */
 enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED };
 /* MCU_DWPL_SCALED: a RELU layer whose channels' accumulators are scaled by 2^e, e = MCU_DWPL_SCALE - R (R the
- * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_scaled), so that every
+ * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_s1), so that every
  * channel's requantization is SMMLA and SSAT with one shift, MCU_DWPL_SCALE - 1, in the SSAT (the pointwise
  * pairs' scaled streams, docs/cycles.md): per output an ASR fewer, per step the load of R. In-place layers of
  * lines of sixes (MCU_DWPL_KIND 12 and 13) take it where mcu_dwpl_quant_ok_scaled's bounds hold for every
@@ -531,6 +531,8 @@ typedef struct {
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
     int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
+    int32_t next;        /* one-step lines (three, six): bytes from end to the next channel's plane (t + 1) */
+    int32_t more;        /* one-step lines: another channel of the group follows (t + 1) */
 } mcu_dwpl_ch;
 
 /* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
@@ -597,6 +599,34 @@ static inline __attribute__((always_inline)) void mcu_dwpl_ch_lanes(mcu_dwpl_ch 
     }
 }
 
+/* The requantization and bias fields of channels c .. c + 3 (t[0 .. 3]; the arrays from channel c). */
+static inline __attribute__((always_inline)) void mcu_dwpl_group_rq(mcu_dwpl_ch t[4], const int32_t *multiplier,
+                                                                    const int32_t *shift, const int32_t *bias,
+                                                                    int32_t output_offset, int scaled)
+{
+    /* 2^(R-1) + output_offset 2^R = (2 output_offset + 1) 2^(R-1), R - 1 = ~shift: fits (mcu_dwpl_quant_ok);
+     * unsigned, so that no step overflows. The four channels in straight lines (a loop with the bias's test
+     * in it: about 28 cycles a channel on the M33 model). */
+    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u;
+    /* every read before the first write: t's int32_t fields may alias the arrays, so GCC reloaded each
+     * shift after the stores */
+    const int32_t m0 = multiplier[0], m1 = multiplier[1], m2 = multiplier[2], m3 = multiplier[3];
+    const int32_t sh0 = shift[0], sh1 = shift[1], sh2 = shift[2], sh3 = shift[3];
+    const uint32_t b0 = bias != NULL ? 2u * (uint32_t)bias[0] : 0u, b1 = bias != NULL ? 2u * (uint32_t)bias[1] : 0u;
+    const uint32_t b2 = bias != NULL ? 2u * (uint32_t)bias[2] : 0u, b3 = bias != NULL ? 2u * (uint32_t)bias[3] : 0u;
+    /* scaled: 2^e bias (the doubled one times 2^(e-1)) and C = 2^(e-2) + k2 2^(MCU_DWPL_SCALE - 2) (see
+     * mcu_dwpl_rq_scaled) */
+#define MCU_DWPL_RQ_INIT(k, bk, mk, sk)                                                                  \
+    t[k].bias = scaled ? (bk) << ((MCU_DWPL_SCALE - 1 + (sk)) & 31) : (bk);                           \
+    t[k].m = (mk);                                                                                       \
+    t[k].c = scaled ? mcu_u32_to_s32((1u << ((MCU_DWPL_SCALE - 2 + (sk)) & 31)) + (k2 << (MCU_DWPL_SCALE - 2))) \
+                    : mcu_u32_to_s32(k2 << (~(uint32_t)(sk) & 31u));                                     \
+    t[k].sh = -(sk);
+    MCU_DWPL_RQ_INIT(0, b0, m0, sh0) MCU_DWPL_RQ_INIT(1, b1, m1, sh1) MCU_DWPL_RQ_INIT(2, b2, m2, sh2)
+    MCU_DWPL_RQ_INIT(3, b3, m3, sh3)
+#undef MCU_DWPL_RQ_INIT
+}
+
 /* The constants of channels c .. c + 3 into t[0 .. 3] (w: their first tap's weights, taps [3][3][ch]):
  * kernel line i's taps at (i across + j along) ch bytes, j = 0 .. 2 (across 3, along 1; transposed
  * lines 1 and 3). Stride 1 (s2 0): the lane pairs (w_i0 w_i1), (w_i1 w_i2); stride 2: (w_i0 w_i1) of the
@@ -634,27 +664,7 @@ mcu_dwpl_group_init_as(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t ac
 #undef MCU_DWPL_ODD
     mcu_dwpl_ch_lanes(&t[1], 0, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
     mcu_dwpl_ch_lanes(&t[3], 1, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
-    /* 2^(R-1) + output_offset 2^R = (2 output_offset + 1) 2^(R-1), R - 1 = ~shift: fits (mcu_dwpl_quant_ok);
-     * unsigned, so that no step overflows. The four channels in straight lines (a loop with the bias's test
-     * in it: about 28 cycles a channel on the M33 model). */
-    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u;
-    /* every read before the first write: t's int32_t fields may alias the arrays, so GCC reloaded each
-     * shift after the stores */
-    const int32_t m0 = multiplier[0], m1 = multiplier[1], m2 = multiplier[2], m3 = multiplier[3];
-    const int32_t sh0 = shift[0], sh1 = shift[1], sh2 = shift[2], sh3 = shift[3];
-    const uint32_t b0 = bias != NULL ? 2u * (uint32_t)bias[0] : 0u, b1 = bias != NULL ? 2u * (uint32_t)bias[1] : 0u;
-    const uint32_t b2 = bias != NULL ? 2u * (uint32_t)bias[2] : 0u, b3 = bias != NULL ? 2u * (uint32_t)bias[3] : 0u;
-    /* scaled: 2^e bias (the doubled one times 2^(e-1)) and C = 2^(e-2) + k2 2^(MCU_DWPL_SCALE - 2) (see
-     * mcu_dwpl_rq_scaled) */
-#define MCU_DWPL_RQ_INIT(k, bk, mk, sk)                                                                  \
-    t[k].bias = scaled ? (bk) << ((MCU_DWPL_SCALE - 1 + (sk)) & 31) : (bk);                           \
-    t[k].m = (mk);                                                                                       \
-    t[k].c = scaled ? mcu_u32_to_s32((1u << ((MCU_DWPL_SCALE - 2 + (sk)) & 31)) + (k2 << (MCU_DWPL_SCALE - 2))) \
-                    : mcu_u32_to_s32(k2 << (~(uint32_t)(sk) & 31u));                                     \
-    t[k].sh = -(sk);
-    MCU_DWPL_RQ_INIT(0, b0, m0, sh0) MCU_DWPL_RQ_INIT(1, b1, m1, sh1) MCU_DWPL_RQ_INIT(2, b2, m2, sh2)
-    MCU_DWPL_RQ_INIT(3, b3, m3, sh3)
-#undef MCU_DWPL_RQ_INIT
+    mcu_dwpl_group_rq(t, multiplier, shift, bias, output_offset, scaled);
 }
 
 static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
@@ -664,12 +674,48 @@ static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_
     mcu_dwpl_group_init_as(t, w, ch, across, along, s2, multiplier, shift, bias, output_offset, 0);
 }
 
-/* The same for a MCU_DWPL_SCALED layer (stride 1): weights and bias times 2^e, C of mcu_dwpl_rq_scaled. */
-static inline void mcu_dwpl_group_init_scaled(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across,
-                                              int32_t along, const int32_t *multiplier, const int32_t *shift,
-                                              const int32_t *bias, int32_t output_offset)
+/* Kernel line i's two words of channels c .. c + 3 from its taps' words v0 v1 v2 (taps j = 0 .. 2, a byte a
+ * channel), stride 1: (w_i0 w_i1) and (w_i1 w_i2), doubled (scaled: times 2^e, the factors f02 and f13). */
+static inline __attribute__((always_inline)) void mcu_dwpl_line_s1(mcu_dwpl_ch t[4], int i, uint32_t v0, uint32_t v1,
+                                                                   uint32_t v2, int scaled, uint32_t f02,
+                                                                   uint32_t f13)
 {
-    mcu_dwpl_group_init_as(t, w, ch, across, along, 0, multiplier, shift, bias, output_offset, 1);
+    const uint32_t e0 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16(v0), f02) : mcu_sxtab16(mcu_sxtb16(v0), v0);
+    const uint32_t e1 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16(v1), f02) : mcu_sxtab16(mcu_sxtb16(v1), v1);
+    const uint32_t e2 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16(v2), f02) : mcu_sxtab16(mcu_sxtb16(v2), v2);
+    t[0].w[2 * i] = mcu_dwpl_lows(e0, e1);
+    t[0].w[2 * i + 1] = mcu_dwpl_lows(e1, e2);
+    t[2].w[2 * i] = mcu_dwpl_highs(e0, e1);
+    t[2].w[2 * i + 1] = mcu_dwpl_highs(e1, e2);
+    const uint32_t o0 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16_ror8(v0), f13)
+                               : mcu_sxtab16_ror8(mcu_sxtb16_ror8(v0), v0);
+    const uint32_t o1 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16_ror8(v1), f13)
+                               : mcu_sxtab16_ror8(mcu_sxtb16_ror8(v1), v1);
+    const uint32_t o2 = scaled ? mcu_dwpl_lanes_mul(mcu_sxtb16_ror8(v2), f13)
+                               : mcu_sxtab16_ror8(mcu_sxtb16_ror8(v2), v2);
+    t[1].w[2 * i] = mcu_dwpl_lows(o0, o1);
+    t[1].w[2 * i + 1] = mcu_dwpl_lows(o1, o2);
+    t[3].w[2 * i] = mcu_dwpl_highs(o0, o1);
+    t[3].w[2 * i + 1] = mcu_dwpl_highs(o1, o2);
+}
+
+/* mcu_dwpl_group_init_as for stride 1, a kernel line at a time: its three tap words and six lanes, so that no value
+ * outlives its line (the nine words and eighteen lanes at once spilled to the stack). The widening is about 130
+ * cycles a group on the M33 model; the set-up as a whole gains little (the requantization words spill instead), but
+ * mobilenet_v1 measured about 15 k estimated cycles fewer on mps2-an386-l4r5 than with mcu_dwpl_group_init_as in
+ * line, the others a few k fewer. */
+static inline __attribute__((always_inline)) void
+mcu_dwpl_group_init_s1(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
+                       const int32_t *multiplier, const int32_t *shift, const int32_t *bias, int32_t output_offset,
+                       int scaled)
+{
+    const size_t a = (size_t)across * (size_t)ch, b = (size_t)along * (size_t)ch;
+    const uint32_t f02 = scaled ? (1u << (MCU_DWPL_SCALE + shift[0])) | (1u << (MCU_DWPL_SCALE + 16 + shift[2])) : 0u;
+    const uint32_t f13 = scaled ? (1u << (MCU_DWPL_SCALE + shift[1])) | (1u << (MCU_DWPL_SCALE + 16 + shift[3])) : 0u;
+    mcu_dwpl_group_rq(t, multiplier, shift, bias, output_offset, scaled);
+    for (int i = 0; i < 3; ++i, w += a) {
+        mcu_dwpl_line_s1(t, i, mcu_load_u32(w), mcu_load_u32(w + b), mcu_load_u32(w + 2 * b), scaled, f02, f13);
+    }
 }
 
 /* The fields of t[0 .. 3] fixed for a layer: the output step, the line's tail, the plane's skip from a
@@ -694,7 +740,9 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                    offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
                    offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
                    offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
-                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76,
+                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76 &&
+                   offsetof(mcu_dwpl_ch, next) == 80 && offsetof(mcu_dwpl_ch, more) == 84 &&
+                   sizeof(mcu_dwpl_ch) == 88,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
@@ -881,6 +929,17 @@ _Static_assert(MCU_DWPL_COLS(3) * 2 == 12, "MCU_DWPL_LINE3_S: the bytes of a pla
     "add r7, r7, r11\n\t"                                                                     \
     "cmp r0, r2\n\t"                                                                          \
     "bne 1b\n\t"
+/* After a channel's one-step lines (three, six), the group's next channel (t->more) from label: its constants at
+ * r12 + 88, its plane t->next bytes on from this one's end (where the lines left r0). The four channels of a
+ * group in one call: about 7 cycles a channel where the C loop between calls took about 50 (6 x 6 images) and
+ * 64 (3 x 3). */
+#define MCU_DWPL_NEXT_CH(label)                                                               \
+    "ldr r2, [r12, #84]\n\t"                                                                  \
+    "ldr r3, [r12, #80]\n\t"                                                                  \
+    "add r12, r12, #88\n\t"                                                                   \
+    "add r0, r0, r3\n\t"                                                                      \
+    "cmp r2, #0\n\t"                                                                          \
+    "bne " label "\n\t"
 /* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
  * the plane position on by adv among the last line's MACs. */
 #define MCU_DWPL_ROWS(LD, MAC0, MAC, adv)                                                     \
@@ -944,11 +1003,12 @@ _Static_assert(MCU_DWPL_COLS(3) * 2 == 12, "MCU_DWPL_LINE3_S: the bytes of a pla
     "strb r10, [r4]\n\t"                                                                      \
     "add r7, r4, lr\n\t"
 #define MCU_DWPL_CHANNEL3(clamp3)                                                             \
+    "0:\n\t"                                                                                  \
     "ldr r7, [r12]\n\t"                                                                       \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
-        MCU_DWPL_LINE_END_Y3
+        MCU_DWPL_LINE_END_Y3 MCU_DWPL_NEXT_CH("0b")
 /* Lines of six pixels without the clamp (6 x 6 images: a quad and a pair cost 126 cycles a line, six
  * accumulators one step of about 107): the weights in lr and r1, the plane words x0 .. x7 in r2-r5, the
  * accumulators r6-r11. A plane line of six pixels is always MCU_DWPL_COLS(6) int16, so the second and
@@ -1013,7 +1073,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r5, r5, r4, lsl #1\n\t"                                                              \
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
-    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6S
+    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6S MCU_DWPL_NEXT_CH("1b")
 /* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 108 cycles a step
  * against 114 for a quad and a half on the M4/M33 model; mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8,
  * 24 x 24 x 32 and 12 x 12 x 64 layers 430,481 / 436,629 / 231,580 -> 408,901 / 412,157 / 216,072
@@ -1147,6 +1207,12 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
                      : "+r"(r0)                                                               \
                      : "r"(r1), "r"(r12)                                                      \
                      : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
+/* The same for a group's one-step lines (MCU_DWPL_NEXT_CH steps r12 through the group). */
+#define MCU_DWPL_RUN_GROUP(loop)                                                              \
+    __asm__ volatile(loop                                                                     \
+                     : "+r"(r0), "+r"(r12)                                                    \
+                     : "r"(r1)                                                                \
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
 /* The loop of a layer's lines: three pixels (LOOP3) or quads and their tail (LOOP), with the clamp or not. */
 #define MCU_DWPL_PICK(three, clamp, LOOP3, LOOP)                                              \
     do {                                                                                      \
@@ -1169,11 +1235,19 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     register const int16_t *r0 __asm__("r0") = pos;                                                   \
     register int32_t r1 __asm__("r1") = line_bytes;                                                   \
     register mcu_dwpl_ch *r12 __asm__("r12") = t;                                                     \
-    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */                                        \
+    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp; the group's four channels */             \
         __asm__ volatile(MCU_DWPL_CHANNEL6                                                            \
-                         : "+r"(r0), "+r"(r1)                                                         \
-                         : "r"(r12)                                                                   \
+                         : "+r"(r0), "+r"(r1), "+r"(r12)                                              \
+                         :                                                                            \
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"); \
+        return;                                                                                       \
+    }                                                                                                 \
+    if (kind == 3) { /* the group's four channels */                                                  \
+        if ((clamp) == MCU_DWPL_CLAMP) {                                                              \
+            MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3(MCU_DWPL_CLAMP3));                                    \
+        } else {                                                                                      \
+            MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3(""));                                                 \
+        }                                                                                             \
         return;                                                                                       \
     }                                                                                                 \
     if (kind == 12) { /* MCU_DWPL_KIND: never with the clamp */                                       \
@@ -1184,7 +1258,11 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
         MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);                                                            \
         return;                                                                                       \
     }                                                                                                 \
-    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL)
+    if ((clamp) == MCU_DWPL_CLAMP) {                                                                  \
+        MCU_DWPL_RUN(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1));             \
+    } else {                                                                                          \
+        MCU_DWPL_RUN(MCU_DWPL_CHANNEL("", "", ""));                                                   \
+    }
 
 /* The loops of mcu_dwpl_channel for MCU_DWPL_RELU: the same macros with the requantization's sign
  * correction left out. */
@@ -1194,7 +1272,10 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 #define MCU_DWPL_RQ MCU_DWPL_RQ_RELU
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_RELU
 #define MCU_DWPL_RQS MCU_DWPL_RQS_RELU
-static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
+/* In line at each of mcu_dwpl_layer_as's two call sites, which pass the kinds they run (GCC put the loops out of
+ * line, a call a channel, once the group's site was added). */
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes,
+                                                                        mcu_dwpl_ch *t, int kind)
 {
     MCU_DWPL_CHANNEL_BODY(MCU_DWPL_SAT);
 }
@@ -1211,7 +1292,8 @@ static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes,
 #define MCU_DWPL_RQ6(a) "smmla " a ", " a ", r1, lr\n\t"
 #define MCU_DWPL_RQS(a) "smmla " a ", " a ", lr, r3\n\t"
 _Static_assert(MCU_DWPL_SCALE - 1 == 14, "MCU_DWPL_SAT8's shift");
-static inline void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes,
+                                                                          mcu_dwpl_ch *t, int kind)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
@@ -1233,9 +1315,11 @@ static inline void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_byte
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
 #define MCU_DWPL_RQS MCU_DWPL_RQS_SIGNED
 
-/* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels;
- * clamp: how the outputs are finished (MCU_DWPL_SAT, _CLAMP, _RELU). */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
+/* Every line of one channel's plane from pos (its first line's position 0), and for the one-step lines (kinds 3
+ * and 6) those of the group's next channels too (t->more, t->next); clamp: how the outputs are finished
+ * (MCU_DWPL_SAT, _CLAMP, _RELU). */
+static inline __attribute__((always_inline)) void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes,
+                                                                   mcu_dwpl_ch *t, int clamp, int kind)
 {
     if (clamp == MCU_DWPL_RELU) {
         mcu_dwpl_channel_relu(pos, line_bytes, t, kind);
@@ -1281,17 +1365,24 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     const int32_t cols = line_bytes / 2;
-    for (; t->lines > 0; --t->lines) {
-        if (kind == 3 || kind == 6) { /* one step a line, the position left at the line's start */
-            uint32_t s[6];
-            for (int32_t k = 0; k < kind; ++k) {
-                s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
+    if (kind == 3 || kind == 6) { /* one step a line, the position left at the line's start; the group's channels */
+        for (;; ++t) {
+            for (; t->lines > 0; --t->lines) {
+                uint32_t s[6];
+                for (int32_t k = 0; k < kind; ++k) {
+                    s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
+                }
+                mcu_dwpl_put_out(t, s, kind, clamp);
+                pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+                t->y += t->yskip;
             }
-            mcu_dwpl_put_out(t, s, kind, clamp);
-            pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
-            t->y += t->yskip;
-            continue;
+            if (!t->more) {
+                return;
+            }
+            pos = (const int16_t *)(const void *)((const char *)pos + t->next);
         }
+    }
+    for (; t->lines > 0; --t->lines) {
         const int32_t n = kind >= 12 ? 6 : 4; /* pixels a step: sixes (MCU_DWPL_SIXES) or quads */
         for (; pos != t->end; pos += n) {
             uint32_t s[6];
@@ -1371,8 +1462,9 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
     /* after the sixes: a pair (bits 31 and 29: the shifted word is not zero with the pair alone), a pixel
      * alone (bit 30) */
     const uint32_t tail6 = (g->len % 6 >= 2 ? 0xA0000000u : 0u) | (uint32_t)(g->len & 1) << 30;
-    for (int32_t k = 0; kind >= 12 && k < 4; ++k) {
-        t[k].tail = mcu_u32_to_s32(tail6);
+    for (int32_t k = 0; k < 4; ++k) {
+        t[k].tail = kind >= 12 ? mcu_u32_to_s32(tail6) : t[k].tail;
+        t[k].more = k < 3;
     }
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
@@ -1381,13 +1473,8 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
             /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
             const int32_t across = g->transposed ? 1 : 3, along = g->transposed ? 3 : 1;
             const int32_t *bc = bias != NULL ? bias + c : NULL;
-            if (clamp == MCU_DWPL_SCALED) {
-                mcu_dwpl_group_init_scaled(t, weight + c, ch, across, along, q->multiplier + c, q->shift + c, bc,
-                                           output_offset);
-            } else {
-                mcu_dwpl_group_init(t, weight + c, ch, across, along, 0, q->multiplier + c, q->shift + c, bc,
-                                    output_offset);
-            }
+            mcu_dwpl_group_init_s1(t, weight + c, ch, across, along, q->multiplier + c, q->shift + c, bc,
+                                   output_offset, clamp == MCU_DWPL_SCALED);
             for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
                 const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
                 /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
@@ -1415,12 +1502,25 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
                 }
                 /* one-step lines (three, six): the position after the band's last line */
                 const int32_t ends = scaled || (kind != 3 && kind != 6) ? steps : nb * g->cols;
-                for (int32_t k = 0; k < 4; ++k) {
-                    const int16_t *plane = planes + k * g->plane;
-                    t[k].y = yb + (size_t)l0 * line_step + c + k;
-                    t[k].end = plane + ends;
+                /* the four channels' fields in a loop without a call, which GCC keeps in registers */
+                int8_t *yk = yb + (size_t)l0 * line_step + c;
+                const int16_t *ek = planes + ends;
+                const int32_t next = (g->plane - ends) * 2;
+                for (int32_t k = 0; k < 4; ++k, ++yk, ek += g->plane) {
+                    t[k].y = yk;
+                    t[k].end = ek;
                     t[k].lines = nb;
-                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
+                    t[k].next = next;
+                }
+                /* one-step lines: the group's four channels in one call; the kinds spelt out, so that each site
+                 * expands only its own loops */
+                if (kind == 3 || kind == 6) {
+                    mcu_dwpl_channel(planes, g->cols * 2, t, clamp, kind == 3 ? 3 : 6);
+                    continue;
+                }
+                for (int32_t k = 0; k < 4; ++k) {
+                    mcu_dwpl_channel(planes + k * g->plane, g->cols * 2, &t[k], clamp,
+                                     kind == 12 ? 12 : kind == 13 ? 13 : 0);
                 }
             }
         }
