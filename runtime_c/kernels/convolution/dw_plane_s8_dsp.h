@@ -1529,49 +1529,38 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * about 29, before borders: at most ~35 k of mobilenet_v1's four stride-2 layers (17,280 outputs) on
  * mps2-an505-u575, for a second path with its own padding. Stride 1 loses outright (2.3 cycles a MAC
  * here, more than 3 direct). */
-/* Stride 2 takes the scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_rq_scaled) group by group: a group of a
- * layer finished by MCU_DWPL_RELU whose four channels have R in [7, 13] and |bias| + MCU_DWPL_WINDOW_MAX < 2^23
- * (|s| < 2^31); the doubled lanes are brought to 2^e after mcu_dwpl_group_init (the lanes stay int16:
- * |w| 2^(15 - R) <= 2^15 at R = 7). */
-/* The group's constants (mcu_dwpl_group_init with s2 1) rescaled for MCU_DWPL_SCALED; 0 (t unchanged) when
- * some channel's R or bias is out of its range. */
-static inline int mcu_dwpl_scale_s2(mcu_dwpl_ch t[4], int32_t output_offset)
+/* Whether four channels (the layer within mcu_dwpl_quant_ok) are within mcu_dwpl_quant_as's scaled bounds too: its
+ * scaled tests alone (the whole of mcu_dwpl_quant_as a group cost about 35 cycles more a group than these). */
+static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias)
 {
+    uint32_t sbad = 0;
     for (int32_t k = 0; k < 4; ++k) {
-        const int32_t b = mcu_u32_to_s32(t[k].bias); /* 2 bias */
-        if (t[k].sh < 7 || t[k].sh > 13 || b >= (1 << 24) - 2 * MCU_DWPL_WINDOW_MAX ||
-            b <= -((1 << 24) - 2 * MCU_DWPL_WINDOW_MAX)) {
-            return 0;
-        }
+        const int32_t bk = bias != NULL ? bias[k] : 0;
+        const uint32_t sign = (uint32_t)(bk >> 31);
+        const uint32_t a = (((uint32_t)bk ^ sign) - sign) + MCU_DWPL_WINDOW_MAX;
+        const uint32_t u = (uint32_t)shift[k] + 13u;
+        sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[k]) & 31u));
     }
-    /* both int16 lanes times 2^n (they fit; PKHBT), in straight lines (a loop cost about 350 cycles a
-     * group, set up once per band and group where the output overlaps the input) */
-#define MCU_DWPL_SCALE_W(k, i, n) t[k].w[i] = mcu_dwpl_lows(t[k].w[i] << (n), (t[k].w[i] >> 16) << (n));
-#define MCU_DWPL_SCALE_CH(k)                                                                  \
-    do {                                                                                      \
-        const int32_t n = 14 - t[k].sh;                                                       \
-        MCU_DWPL_SCALE_W(k, 0, n) MCU_DWPL_SCALE_W(k, 1, n) MCU_DWPL_SCALE_W(k, 2, n)         \
-        MCU_DWPL_SCALE_W(k, 3, n) MCU_DWPL_SCALE_W(k, 4, n)                                   \
-        t[k].bias <<= n;                                                                      \
-        t[k].c = (1 << (13 - t[k].sh)) + (1 << 13) + output_offset * (1 << 14);               \
-    } while (0)
-    MCU_DWPL_SCALE_CH(0);
-    MCU_DWPL_SCALE_CH(1);
-    MCU_DWPL_SCALE_CH(2);
-    MCU_DWPL_SCALE_CH(3);
-#undef MCU_DWPL_SCALE_CH
-#undef MCU_DWPL_SCALE_W
-    return 1;
+    return sbad == 0;
 }
 
-/* The constants of channels c .. c + 3 (mcu_dwpl_group_init), scaled where they may be: the group's finish. */
+/* Stride 2 takes the scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_rq_scaled) group by group: a group of a
+ * layer finished by MCU_DWPL_RELU whose four channels are within mcu_dwpl_quant_as's scaled bounds (R in [7, 13],
+ * 2^(15 - R) (|bias| + MCU_DWPL_WINDOW_MAX) < 2^31); mcu_dwpl_group_init_as scales its lanes as it widens them
+ * (they stay int16: |w| 2^(15 - R) <= 2^15 at R = 7). The constants of channels c .. c + 3 (mcu_dwpl_group_init
+ * with s2 1), scaled where they may be; returns the group's finish. */
 static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int32_t c, int32_t ch,
                                     const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset,
                                     int clamp)
 {
-    mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
-                        output_offset);
-    return clamp == MCU_DWPL_RELU && mcu_dwpl_scale_s2(t, output_offset) ? MCU_DWPL_SCALED : clamp;
+    const int32_t *sh = q->shift + c, *m = q->multiplier + c;
+    const int32_t *b = bias != NULL ? bias + c : NULL;
+    if (clamp == MCU_DWPL_RELU && mcu_dwpl_scaled_ok4(sh, b)) {
+        mcu_dwpl_group_init_as(t, weight + c, ch, 3, 1, 1, m, sh, b, output_offset, 1);
+        return MCU_DWPL_SCALED;
+    }
+    mcu_dwpl_group_init_as(t, weight + c, ch, 3, 1, 1, m, sh, b, output_offset, 0);
+    return clamp;
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -1659,7 +1648,7 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
         MCU_DWPL_LINE_END3
 
-/* The scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_scale_s2): the multiplier in r2, C in r3, then per
+/* The scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_group_s2): the multiplier in r2, C in r3, then per
  * accumulator SMMLA and SSAT with ASR #14; the output pointer, its step and the quads' end loaded in the same
  * chain as the two constants (r4, r5, lr: free after the MACs). */
 #define MCU_DWPL_S2_SC(a) "smmla " a ", " a ", r2, r3\n\t" "ssat " a ", #8, " a ", asr #14\n\t"
