@@ -1630,6 +1630,19 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
 #define MCU_DWPL_S2_P_ON(bt, step) MCU_DWPL_S2_MAC2(bt, "r9", step)
 #define MCU_DWPL_S2_S(bt, step) MCU_DWPL_S2_MAC1(bt, step)
 #define MCU_DWPL_S2_S_ON(bt, step) MCU_DWPL_S2_MAC1(bt, step)
+/* A line's pair and pixel alone after its quads (OUT2, OUT1: their outputs), then the line's end. A line of
+ * quads alone (mobilenet_v1's lines of 24 and 12 outputs) leaves on one taken branch (Z: no tail) where
+ * MCU_DWPL_TAIL's two tests took two; a line with a pixel alone tests the tail again after its pair. */
+#define MCU_DWPL_S2_ENDS(OUT2, OUT1)                                                          \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #30\n\t" /* the tail's bits 1 (a pair: N) and 0 on top, Z: neither */        \
+    "beq 2f\n\t"                                                                              \
+    "bpl 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") OUT2                   \
+    "3:\n\t"                                                                                  \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #31\n\t"                                                                    \
+    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") OUT1                   \
+        MCU_DWPL_LINE_END("r1, lsl #1")
 /* Quads of output pixels (eight plane columns a step), then a pair and a pixel alone, as the stride-1
  * loop (about 88 cycles a quad against 112 for two pairs with the weights held in five registers). */
 #define MCU_DWPL_CHANNEL_S2(clamp4, clamp2, clamp1)                                           \
@@ -1637,11 +1650,7 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_OUT4(clamp4)     \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    MCU_DWPL_TAIL                                                                             \
-    "bcc 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_OUT2(clamp2)  \
-    "3:\n\t"                                                                                  \
-    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_OUT1(clamp1)  \
-        MCU_DWPL_LINE_END("r1, lsl #1")
+    MCU_DWPL_S2_ENDS(MCU_DWPL_OUT2(clamp2), MCU_DWPL_OUT1(clamp1))
 /* Lines of three output pixels: one step a line (the position stays at the line's start). */
 #define MCU_DWPL_CHANNEL3_S2(clamp3)                                                          \
     ".p2align 2\n\t"                                                                          \
@@ -1696,11 +1705,7 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_S2_OUT4SC        \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    MCU_DWPL_TAIL                                                                             \
-    "bcc 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_S2_OUT2SC     \
-    "3:\n\t"                                                                                  \
-    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_S2_OUT1SC     \
-        MCU_DWPL_LINE_END("r1, lsl #1")
+    MCU_DWPL_S2_ENDS(MCU_DWPL_S2_OUT2SC, MCU_DWPL_S2_OUT1SC)
 #define MCU_DWPL_CHANNEL3_S2_SC                                                               \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_S2_OUT3SC         \
