@@ -161,15 +161,13 @@ static inline __attribute__((always_inline)) int mcu_dwpl_quant_as(const mcu_per
     const int32_t no_bias = 0;
     const int32_t *b = bias != NULL ? bias : &no_bias;
     const int32_t b_step = bias != NULL ? 1 : 0;
-    /* the tests' words ORed over the channels, their sign bits (any) and bits 30 up (big) tested once after */
-    uint32_t any = 0, big = 0, sbad = 0;
+    uint32_t bad = 0, sbad = 0;
     for (int32_t c = 0; c < ch; ++c, b += b_step) {
         const uint32_t v = (uint32_t)shift[c] + 24u;
         const uint32_t sign = (uint32_t)(*b >> 31);
         const uint32_t a = (((uint32_t)*b ^ sign) - sign) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
         const uint32_t hi = a + (k << (~(uint32_t)shift[c] & 31u)) + 1u;
-        any |= v | (23u - v) | (uint32_t)multiplier[c] | hi;
-        big |= a;
+        bad |= ((v | (23u - v) | (uint32_t)multiplier[c] | hi) >> 31) | (a >> 30);
         if (!scaled) {
             continue;
         }
@@ -180,7 +178,7 @@ static inline __attribute__((always_inline)) int mcu_dwpl_quant_as(const mcu_per
         sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[c]) & 31u));
     }
     /* 1: the planes' requantization; 3: the scaled one's too (asked for) */
-    return (any >> 31) != 0 || (big >> 30) != 0 ? 0 : sbad != 0 || !scaled ? 1 : 3;
+    return bad != 0 ? 0 : sbad != 0 || !scaled ? 1 : 3;
 }
 
 static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias,
