@@ -1891,8 +1891,22 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
 {
     _Alignas(8) int16_t planes[MCU_DWPL_S2_BYTES / 2];
     _Alignas(4) int8_t row_buf[MCU_DWPL_S2_ROW_BYTES];
-    const int32_t words = 2 * g->plane;
-    mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
+    /* Only the border columns need zeros (the fills write every line's interior, a line outside the image is
+     * zeroed whole): the four planes' lines, one after another, at their first pad_left and last columns
+     * (mobilenet_v1's 48 x 48 x 16 -> 24 x 24 layer: 2 of 50 columns, where zeroing the planes whole took about
+     * 2.3 k cycles a layer and a row call). */
+    const int32_t plane_lines = 4 * (g->plane / g->cols);
+    for (int32_t l = 0; l < plane_lines; ++l) {
+        int16_t *p = planes + l * g->cols;
+        for (int32_t i = 0; i < pad_left; ++i) {
+            p[i] = 0;
+            __asm__("" ::: "memory"); /* no memset call */
+        }
+        for (int32_t i = pad_left + in_w; i < g->cols; ++i) {
+            p[i] = 0;
+            __asm__("" ::: "memory");
+        }
+    }
     mcu_dwpl_fill_args fill;
     mcu_dwpl_fill_prep(&fill, g, in_h, in_w, ch, pad_left, mcu_offset_pair(input_offset));
     const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
