@@ -610,7 +610,7 @@ def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, d
     """The stride-2 planes' scaled requantization (MCU_DWPL_SCALED at stride 2: weights and bias times 2^(15 - R), SMMLA
     and SSAT with ASR #14) against the reference: shifts R in [7, 13] (at both ends: the int16 lanes at -2^15
     for a weight of -128 at R = 7), groups with a channel outside that range or a bias one past the scaled
-    bound (|bias| + 9 x 255 x 128 < 2^23) beside groups inside it, which take the unscaled loop; a ReLU
+    bound (2^(15 - R) (|bias| + 9 x 255 x 128) < 2^31) beside groups inside it, which take the unscaled loop; a ReLU
     folded into the range (the form's condition), images whose lines end in quads, pairs, a pixel, or three;
     the output apart from the input or below it at the window contract's limit (the rows written straight run
     group by group over several of the emulated build's small bands)."""
@@ -620,9 +620,10 @@ def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, d
     wt = base.weights(rng, (3, 3, c), wmode)
     r = {"in": rng.integers(7, 14, c), "ends": rng.choice([7, 13], c), "mixed": rng.integers(5, 16, c)}[rmode]
     m, _ = base.per_channel(rng, c, 0, "same")
-    bound = 2**23 - 9 * 255 * 128  # the smallest |bias| the scaled form refuses
-    b = {"small": lambda: rng.integers(-(2**17), 2**17, c), "none": lambda: None,
-         "edge": lambda: rng.choice([bound - 1, -(bound - 1), bound, -bound, 0], c)}[bias]()
+    # the smallest |bias| the scaled form refuses at R: 2^(15 - R) (|bias| + 9 x 255 x 128) reaches 2^31
+    bound = np.minimum(2 ** (16 + r.astype(np.int64)), 2**29) - 9 * 255 * 128
+    edge = lambda: np.array([rng.choice([v - 1, -(v - 1), v, -v, 0]) for v in bound])  # noqa: E731
+    b = {"small": lambda: rng.integers(-(2**17), 2**17, c), "none": lambda: None, "edge": edge}[bias]()
     b = None if b is None else np.asarray(b, dtype=np.int32)
     params = dict(input=x.shape, output=(1, (h - 1) // 2 + 1, (w - 1) // 2 + 1, c), ch_mult=1, kernel_h=3,
                   kernel_w=3, stride_h=2, stride_w=2, pad_top=1, pad_left=1, dilation_h=1, dilation_w=1,

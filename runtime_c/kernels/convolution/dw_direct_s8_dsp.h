@@ -324,16 +324,23 @@ static inline void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g)
 }
 #endif
 
-/* n > 0 pixels' words (four channels, ch bytes apart in src) into dst: four a step with the loads in one chain
- * before the stores (nothing pipelines after a store), then a pair and a word alone: about 3.75 cycles a word on
- * the M4/M33 model where a C loop of two a step, each load after a store, took 6.5 (mobilenet_v1's 12 x 12 x 64
- * -> 6 x 6 layer: its 16 groups copy 144 words each). */
-static inline void mcu_dwd_copy(uint32_t *dst, const int8_t *src, int32_t ch, int32_t n)
+/* rows x n pixels' words (n > 0; four channels, ch bytes apart in src, rows src_row bytes apart) into dst, rows
+ * MCU_DWD_PITCH words apart: four a step with the loads in one chain before the stores (nothing pipelines after a
+ * store), then a pair and a word alone: about 3.75 cycles a word on the M4/M33 model where a C loop of two a step,
+ * each load after a store, took 6.5; every row in one call, not a call a row (mobilenet_v1's 12 x 12 x 64 -> 6 x 6
+ * and 6 x 6 x 128 -> 3 x 3 layers, 192 rows each: 95,795 -> 94,427 and 66,620 -> 64,838 estimated cycles on
+ * mps2-an505-u575). */
+static inline void mcu_dwd_copy(uint32_t *dst, const int8_t *src, int32_t ch, int32_t n, int32_t rows, int32_t src_row)
 {
 #if MCU_S8_DSP_NATIVE
+    /* a row's words, then the source's and the block's steps from a row's end to the next row's start */
+    const int32_t k[3] = {n, src_row - n * ch, 4 * (MCU_DWD_PITCH - n)};
     uint32_t a, b, c, d;
+    int32_t left;
     const int32_t ch3 = 3 * ch;
-    __asm__ volatile("subs %[n], %[n], #4\n\t"
+    __asm__ volatile("0:\n\t"
+                     "ldr %[m], [%[k]]\n\t"
+                     "subs %[m], %[m], #4\n\t"
                      "blo 2f\n\t"
                      "1:\n\t"
                      "ldr %[a], [%[s]]\n\t"
@@ -346,10 +353,10 @@ static inline void mcu_dwd_copy(uint32_t *dst, const int8_t *src, int32_t ch, in
                      "str %[c], [%[o], #8]\n\t"
                      "str %[d], [%[o], #12]\n\t"
                      "add %[o], %[o], #16\n\t"
-                     "subs %[n], %[n], #4\n\t"
+                     "subs %[m], %[m], #4\n\t"
                      "bhs 1b\n\t"
                      "2:\n\t"
-                     "lsls %[n], %[n], #31\n\t" /* n - 4 k: bit 1 (a pair) into C, bit 0 (a word) into N */
+                     "lsls %[m], %[m], #31\n\t" /* n - 4 k: bit 1 (a pair) into C, bit 0 (a word) into N */
                      "bcc 3f\n\t"
                      "ldr %[a], [%[s]]\n\t"
                      "ldr %[b], [%[s], %[ch]]\n\t"
@@ -360,15 +367,24 @@ static inline void mcu_dwd_copy(uint32_t *dst, const int8_t *src, int32_t ch, in
                      "3:\n\t"
                      "bpl 4f\n\t"
                      "ldr %[a], [%[s]]\n\t"
+                     "add %[s], %[s], %[ch]\n\t"
                      "str %[a], [%[o]]\n\t"
+                     "add %[o], %[o], #4\n\t"
                      "4:\n\t"
-                     : [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d), [s] "+r"(src), [o] "+r"(dst),
-                       [n] "+r"(n)
-                     : [ch] "r"(ch), [ch3] "r"(ch3)
+                     "ldrd %[a], %[b], [%[k], #4]\n\t"
+                     "add %[s], %[s], %[a]\n\t"
+                     "add %[o], %[o], %[b]\n\t"
+                     "subs %[r], %[r], #1\n\t"
+                     "bne 0b\n\t"
+                     : [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d), [m] "=&r"(left), [s] "+r"(src),
+                       [o] "+r"(dst), [r] "+r"(rows)
+                     : [ch] "r"(ch), [ch3] "r"(ch3), [k] "r"(k)
                      : "cc", "memory");
 #else
-    for (; n > 0; --n, ++dst, src += ch) {
-        *dst = mcu_load_u32(src);
+    for (; rows > 0; --rows, src += src_row, dst += MCU_DWD_PITCH) {
+        for (int32_t i = 0; i < n; ++i) {
+            dst[i] = mcu_load_u32(src + (size_t)i * (size_t)ch);
+        }
     }
 #endif
 }
@@ -404,11 +420,10 @@ static __attribute__((noinline, unused)) void mcu_dwd_layer(int32_t h, int32_t w
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwd_group_init(&g, weight + c, ch, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
                            input_offset, k2);
-        for (int32_t r = r0; r < r1; ++r) {
-            const int8_t *src = x + (size_t)(r - pad_top) * row + (size_t)(c0 - pad_left) * (size_t)ch + c;
-            if (c1 > c0) {
-                mcu_dwd_copy(block + r * MCU_DWD_PITCH + c0, src, ch, c1 - c0);
-            }
+        if (c1 > c0 && r1 > r0) {
+            mcu_dwd_copy(block + r0 * MCU_DWD_PITCH + c0,
+                         x + (size_t)(r0 - pad_top) * row + (size_t)(c0 - pad_left) * (size_t)ch + c, ch, c1 - c0,
+                         r1 - r0, (int32_t)row);
         }
         int8_t *yc = (staged ? (int8_t *)stage : y) + c;
         if (pairs) {

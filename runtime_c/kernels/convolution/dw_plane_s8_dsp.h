@@ -1640,49 +1640,38 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * about 29, before borders: at most ~35 k of mobilenet_v1's four stride-2 layers (17,280 outputs) on
  * mps2-an505-u575, for a second path with its own padding. Stride 1 loses outright (2.3 cycles a MAC
  * here, more than 3 direct). */
-/* Stride 2 takes the scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_rq_scaled) group by group: a group of a
- * layer finished by MCU_DWPL_RELU whose four channels have R in [7, 13] and |bias| + MCU_DWPL_WINDOW_MAX < 2^23
- * (|s| < 2^31); the doubled lanes are brought to 2^e after mcu_dwpl_group_init (the lanes stay int16:
- * |w| 2^(15 - R) <= 2^15 at R = 7). */
-/* The group's constants (mcu_dwpl_group_init with s2 1) rescaled for MCU_DWPL_SCALED; 0 (t unchanged) when
- * some channel's R or bias is out of its range. */
-static inline int mcu_dwpl_scale_s2(mcu_dwpl_ch t[4], int32_t output_offset)
+/* Whether four channels (the layer within mcu_dwpl_quant_ok) are within mcu_dwpl_quant_as's scaled bounds too: its
+ * scaled tests alone (the whole of mcu_dwpl_quant_as a group cost about 35 cycles more a group than these). */
+static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias)
 {
+    uint32_t sbad = 0;
     for (int32_t k = 0; k < 4; ++k) {
-        const int32_t b = mcu_u32_to_s32(t[k].bias); /* 2 bias */
-        if (t[k].sh < 7 || t[k].sh > 13 || b >= (1 << 24) - 2 * MCU_DWPL_WINDOW_MAX ||
-            b <= -((1 << 24) - 2 * MCU_DWPL_WINDOW_MAX)) {
-            return 0;
-        }
+        const int32_t bk = bias != NULL ? bias[k] : 0;
+        const uint32_t sign = (uint32_t)(bk >> 31);
+        const uint32_t a = (((uint32_t)bk ^ sign) - sign) + MCU_DWPL_WINDOW_MAX;
+        const uint32_t u = (uint32_t)shift[k] + 13u;
+        sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[k]) & 31u));
     }
-    /* both int16 lanes times 2^n (they fit; PKHBT), in straight lines (a loop cost about 350 cycles a
-     * group, set up once per band and group where the output overlaps the input) */
-#define MCU_DWPL_SCALE_W(k, i, n) t[k].w[i] = mcu_dwpl_lows(t[k].w[i] << (n), (t[k].w[i] >> 16) << (n));
-#define MCU_DWPL_SCALE_CH(k)                                                                  \
-    do {                                                                                      \
-        const int32_t n = 14 - t[k].sh;                                                       \
-        MCU_DWPL_SCALE_W(k, 0, n) MCU_DWPL_SCALE_W(k, 1, n) MCU_DWPL_SCALE_W(k, 2, n)         \
-        MCU_DWPL_SCALE_W(k, 3, n) MCU_DWPL_SCALE_W(k, 4, n)                                   \
-        t[k].bias <<= n;                                                                      \
-        t[k].c = (1 << (13 - t[k].sh)) + (1 << 13) + output_offset * (1 << 14);               \
-    } while (0)
-    MCU_DWPL_SCALE_CH(0);
-    MCU_DWPL_SCALE_CH(1);
-    MCU_DWPL_SCALE_CH(2);
-    MCU_DWPL_SCALE_CH(3);
-#undef MCU_DWPL_SCALE_CH
-#undef MCU_DWPL_SCALE_W
-    return 1;
+    return sbad == 0;
 }
 
-/* The constants of channels c .. c + 3 (mcu_dwpl_group_init), scaled where they may be: the group's finish. */
+/* Stride 2 takes the scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_rq_scaled) group by group: a group of a
+ * layer finished by MCU_DWPL_RELU whose four channels are within mcu_dwpl_quant_as's scaled bounds (R in [7, 13],
+ * 2^(15 - R) (|bias| + MCU_DWPL_WINDOW_MAX) < 2^31); mcu_dwpl_group_init_as scales its lanes as it widens them
+ * (they stay int16: |w| 2^(15 - R) <= 2^15 at R = 7). The constants of channels c .. c + 3 (mcu_dwpl_group_init
+ * with s2 1), scaled where they may be; returns the group's finish. */
 static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int32_t c, int32_t ch,
                                     const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset,
                                     int clamp)
 {
-    mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
-                        output_offset);
-    return clamp == MCU_DWPL_RELU && mcu_dwpl_scale_s2(t, output_offset) ? MCU_DWPL_SCALED : clamp;
+    const int32_t *sh = q->shift + c, *m = q->multiplier + c;
+    const int32_t *b = bias != NULL ? bias + c : NULL;
+    if (clamp == MCU_DWPL_RELU && mcu_dwpl_scaled_ok4(sh, b)) {
+        mcu_dwpl_group_init_as(t, weight + c, ch, 3, 1, 1, m, sh, b, output_offset, 1);
+        return MCU_DWPL_SCALED;
+    }
+    mcu_dwpl_group_init_as(t, weight + c, ch, 3, 1, 1, m, sh, b, output_offset, 0);
+    return clamp;
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -1752,6 +1741,19 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
 #define MCU_DWPL_S2_P_ON(bt, step) MCU_DWPL_S2_MAC2(bt, "r9", step)
 #define MCU_DWPL_S2_S(bt, step) MCU_DWPL_S2_MAC1(bt, step)
 #define MCU_DWPL_S2_S_ON(bt, step) MCU_DWPL_S2_MAC1(bt, step)
+/* A line's pair and pixel alone after its quads (OUT2, OUT1: their outputs), then the line's end. A line of
+ * quads alone (mobilenet_v1's lines of 24 and 12 outputs) leaves on one taken branch (Z: no tail) where
+ * MCU_DWPL_TAIL's two tests took two; a line with a pixel alone tests the tail again after its pair. */
+#define MCU_DWPL_S2_ENDS(OUT2, OUT1)                                                          \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #30\n\t" /* the tail's bits 1 (a pair: N) and 0 on top, Z: neither */        \
+    "beq 2f\n\t"                                                                              \
+    "bpl 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") OUT2                   \
+    "3:\n\t"                                                                                  \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #31\n\t"                                                                    \
+    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") OUT1                   \
+        MCU_DWPL_LINE_END("r1, lsl #1")
 /* Quads of output pixels (eight plane columns a step), then a pair and a pixel alone, as the stride-1
  * loop (about 88 cycles a quad against 112 for two pairs with the weights held in five registers). */
 #define MCU_DWPL_CHANNEL_S2(clamp4, clamp2, clamp1)                                           \
@@ -1759,18 +1761,14 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_OUT4(clamp4)     \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    MCU_DWPL_TAIL                                                                             \
-    "bcc 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_OUT2(clamp2)  \
-    "3:\n\t"                                                                                  \
-    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_OUT1(clamp1)  \
-        MCU_DWPL_LINE_END("r1, lsl #1")
+    MCU_DWPL_S2_ENDS(MCU_DWPL_OUT2(clamp2), MCU_DWPL_OUT1(clamp1))
 /* Lines of three output pixels: one step a line (the position stays at the line's start). */
 #define MCU_DWPL_CHANNEL3_S2(clamp3)                                                          \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
         MCU_DWPL_LINE_END3
 
-/* The scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_scale_s2): the multiplier in r2, C in r3, then per
+/* The scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_group_s2): the multiplier in r2, C in r3, then per
  * accumulator SMMLA and SSAT with ASR #14; the output pointer, its step and the quads' end loaded in the same
  * chain as the two constants (r4, r5, lr: free after the MACs). */
 #define MCU_DWPL_S2_SC(a) "smmla " a ", " a ", r2, r3\n\t" "ssat " a ", #8, " a ", asr #14\n\t"
@@ -1818,11 +1816,7 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_S2_OUT4SC        \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    MCU_DWPL_TAIL                                                                             \
-    "bcc 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_S2_OUT2SC     \
-    "3:\n\t"                                                                                  \
-    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_S2_OUT1SC     \
-        MCU_DWPL_LINE_END("r1, lsl #1")
+    MCU_DWPL_S2_ENDS(MCU_DWPL_S2_OUT2SC, MCU_DWPL_S2_OUT1SC)
 #define MCU_DWPL_CHANNEL3_S2_SC                                                               \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_S2_OUT3SC         \
@@ -2008,8 +2002,22 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
 {
     _Alignas(8) int16_t planes[MCU_DWPL_S2_BYTES / 2];
     _Alignas(4) int8_t row_buf[MCU_DWPL_S2_ROW_BYTES];
-    const int32_t words = 2 * g->plane;
-    mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
+    /* Only the border columns need zeros (the fills write every line's interior, a line outside the image is
+     * zeroed whole): the four planes' lines, one after another, at their first pad_left and last columns
+     * (mobilenet_v1's 48 x 48 x 16 -> 24 x 24 layer: 2 of 50 columns, where zeroing the planes whole took about
+     * 2.3 k cycles a layer and a row call). */
+    const int32_t plane_lines = 4 * (g->plane / g->cols);
+    for (int32_t l = 0; l < plane_lines; ++l) {
+        int16_t *p = planes + l * g->cols;
+        for (int32_t i = 0; i < pad_left; ++i) {
+            p[i] = 0;
+            __asm__("" ::: "memory"); /* no memset call */
+        }
+        for (int32_t i = pad_left + in_w; i < g->cols; ++i) {
+            p[i] = 0;
+            __asm__("" ::: "memory");
+        }
+    }
     mcu_dwpl_fill_args fill;
     mcu_dwpl_fill_prep(&fill, g, in_h, in_w, ch, pad_left, mcu_offset_pair(input_offset));
     const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
