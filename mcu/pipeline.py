@@ -198,7 +198,10 @@ def check_constants_fit(board: Board, graph: Graph) -> None:
         largest = max(constants, key=lambda t: t.nbytes)
         user = next((op for op in graph.ops if any(t is largest for t in op.inputs)), None)
         source = user.source.strip().removeprefix("at ").strip() if user is not None else ""
-        layer = f", weights of the {user.kind} at {source}" if user is not None and source else ""
+        # a model without a source line (a bare nn.Sequential) names only its submodule's path, "0: nn.Linear",
+        # which after "at" reads like a line number
+        where = "at" if ".py:" in source else "in submodule"
+        layer = f", weights of the {user.kind} {where} {source}" if user is not None and source else ""
         raise McuError(
             f"model {graph.name} does not fit {board.name}: its constants need {need} B of {region.name} but the "
             f"board has {region.length} B ({need - region.length} B too many, before any code; the largest is "

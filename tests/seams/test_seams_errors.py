@@ -177,7 +177,7 @@ def test_a_model_that_cannot_fit_is_refused_before_generating(tmp_path: Path) ->
     out = tmp_path / "o"
     line = _both(["build", "--board", "mps2-an505", str(model), "-o", str(out)],
                  "too_big.py: model too_big does not fit mps2-an505", "constants need 4404", "4194304 B", "too many",
-                 "weights of the linear at 0: nn.Linear")
+                 "weights of the linear in submodule 0: nn.Linear")
     need = int(re.search(r"constants need (\d+) B", line).group(1))
     assert need == 1100 * 1000 * 4 + 1000 * 4
     assert not list(out.rglob("*.c")), list(out.rglob("*"))  # nothing generated
