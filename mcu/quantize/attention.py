@@ -12,8 +12,8 @@ the softmax, with ``hidden`` one constant bool tensor: the quantizer reads the p
 the hidden positions (mcu/passes/quantized/attention.py folds it into the int8 softmax), so no mask op is
 left to run in fp32. A mask computed from the model's inputs, a float mask with other values (a bias, not a
 mask) and a mask that hides a whole row (torch's output is NaN there) keep the attention whole; with a mask from
-the inputs the ops from the mask to the softmax run in fp32 (:func:`runtime_mask_islands`), and the products
-around them stay int8.
+the inputs the ops from the mask to the softmax run in fp32 (:func:`runtime_mask_islands`; a whole
+``scaled_dot_product_attention`` when it keeps its mask), and the projections around them stay int8.
 
 ``chunk``, ``split`` and ``unbind`` return tuples, which a quantization annotation cannot describe, so the
 query, key and value split from one projection were each quantized on their own. As one slice (or select)
@@ -202,6 +202,8 @@ def decompose_attention(gm: GraphModule) -> int:
 
 _MASK_FILL = (aten.masked_fill.Scalar, aten.masked_fill_.Scalar)
 _WHERE = (aten.where.ScalarOther, aten.where.ScalarSelf)
+# the ops that write a number where a mask says (the fills an attention mask is made with)
+FILLS = {*_MASK_FILL, *_WHERE, aten.full.default, aten.fill_.Scalar}
 
 
 def _masked_scores(gm: GraphModule, x: Node) -> tuple[Node | tuple[Node, Node], torch.Tensor, Any] | None:
@@ -273,7 +275,7 @@ def mask_softmax_inputs(gm: GraphModule) -> int:
 
 
 # the ops a mask computed from the inputs passes through to reach the scores: views, copies and the sum
-_MASK_PATH = {aten.view.default, aten.reshape.default, aten.expand.default, aten.unsqueeze.default,
+MASK_PATH = {aten.view.default, aten.reshape.default, aten.expand.default, aten.unsqueeze.default,
               aten.squeeze.dim, aten.squeeze.dims, aten.transpose.int, aten.permute.default, aten.contiguous.default,
               aten.clone.default, aten._to_copy.default, aten.to.dtype, aten.repeat.default, aten.add.Tensor,
               aten.baddbmm.default, *_MASK_FILL, *_WHERE}
@@ -313,7 +315,7 @@ def runtime_mask_islands(gm: GraphModule) -> set[Node]:
                         break  # read as anything but the mask or the scores
                     ends += 1
                     found.add(user)
-                elif user.op == "call_function" and user.target in _MASK_PATH:
+                elif user.op == "call_function" and user.target in MASK_PATH:
                     found.add(user)
                     stack.append(user)
                 else:
