@@ -276,14 +276,14 @@ def mask_softmax_inputs(gm: GraphModule) -> int:
 
 # the ops a mask computed from the inputs passes through to reach the scores: views, copies and the sum
 MASK_PATH = {aten.view.default, aten.reshape.default, aten.expand.default, aten.unsqueeze.default,
-              aten.squeeze.dim, aten.squeeze.dims, aten.transpose.int, aten.permute.default, aten.contiguous.default,
-              aten.clone.default, aten._to_copy.default, aten.to.dtype, aten.repeat.default, aten.add.Tensor,
-              aten.baddbmm.default, *_MASK_FILL, *_WHERE}
+             aten.squeeze.dim, aten.squeeze.dims, aten.transpose.int, aten.permute.default, aten.contiguous.default,
+             aten.clone.default, aten._to_copy.default, aten.to.dtype, aten.repeat.default, aten.add.Tensor,
+             aten.baddbmm.default, *_MASK_FILL, *_WHERE}
 _ATTENTION_ENDS = {aten.softmax.int, aten._softmax.default, SDPA}
 
 
 def _fills_hidden(node: Node) -> bool:
-    """Whether ``node`` writes a hiding value (minus infinity, -1e9) under a condition: a mask_fill or where."""
+    """Whether ``node`` writes a hiding value (minus infinity, -1e9) under a condition: a masked_fill or a where."""
     if node.target in _MASK_FILL:
         fill = node.args[2] if len(node.args) > 2 else None
     elif node.target in _WHERE and len(node.args) == 3:
