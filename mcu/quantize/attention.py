@@ -11,7 +11,9 @@ additive float mask of zeros and minus infinity, ``key_padding_mask`` merged int
 the softmax, with ``hidden`` one constant bool tensor: the quantizer reads the pair as one softmax that skips
 the hidden positions (mcu/passes/quantized/attention.py folds it into the int8 softmax), so no mask op is
 left to run in fp32. A mask computed from the model's inputs, a float mask with other values (a bias, not a
-mask) and a mask that hides a whole row (torch's output is NaN there) keep the attention whole.
+mask) and a mask that hides a whole row (torch's output is NaN there) keep the attention whole; with a mask from
+the inputs the ops from the mask to the softmax run in fp32 (:func:`runtime_mask_islands`; a whole
+``scaled_dot_product_attention`` when it keeps its mask), and the projections around them stay int8.
 
 ``chunk``, ``split`` and ``unbind`` return tuples, which a quantization annotation cannot describe, so the
 query, key and value split from one projection were each quantized on their own. As one slice (or select)
@@ -200,6 +202,8 @@ def decompose_attention(gm: GraphModule) -> int:
 
 _MASK_FILL = (aten.masked_fill.Scalar, aten.masked_fill_.Scalar)
 _WHERE = (aten.where.ScalarOther, aten.where.ScalarSelf)
+# the ops that write a number where a mask says (the fills an attention mask is made with)
+FILLS = {*_MASK_FILL, *_WHERE, aten.full.default, aten.fill_.Scalar}
 
 
 def _masked_scores(gm: GraphModule, x: Node) -> tuple[Node | tuple[Node, Node], torch.Tensor, Any] | None:
@@ -268,6 +272,61 @@ def mask_softmax_inputs(gm: GraphModule) -> int:
         _drop_dead(gm, mask_node)
         count += 1
     return count
+
+
+# the ops a mask computed from the inputs passes through to reach the scores: views, copies and the sum
+MASK_PATH = {aten.view.default, aten.reshape.default, aten.expand.default, aten.unsqueeze.default,
+             aten.squeeze.dim, aten.squeeze.dims, aten.transpose.int, aten.permute.default, aten.contiguous.default,
+             aten.clone.default, aten._to_copy.default, aten.to.dtype, aten.repeat.default, aten.add.Tensor,
+             aten.baddbmm.default, *_MASK_FILL, *_WHERE}
+_ATTENTION_ENDS = {aten.softmax.int, aten._softmax.default, SDPA}
+
+
+def _fills_hidden(node: Node) -> bool:
+    """Whether ``node`` writes a hiding value (minus infinity, -1e9) under a condition: a masked_fill or a where."""
+    if node.target in _MASK_FILL:
+        fill = node.args[2] if len(node.args) > 2 else None
+    elif node.target in _WHERE and len(node.args) == 3:
+        fill = node.args[2] if node.target is aten.where.ScalarOther else node.args[1]
+    else:
+        return False
+    return isinstance(fill, (int, float)) and not isinstance(fill, bool) and fill <= _HIDDEN
+
+
+def runtime_mask_islands(gm: GraphModule) -> set[Node]:
+    """The ops of each attention whose mask is computed from the model's inputs (``key_padding_mask`` or
+    ``attn_mask`` from an input): the fill that writes minus infinity, the views and sums that carry it to the
+    scores, and the softmax (or the whole ``scaled_dot_product_attention``) that reads them. They run in fp32:
+    their values are infinite where the mask hides, which no int8 grid holds, and which mask hides is known only
+    at run time. A fill whose values reach anything else is not an attention mask: left to the quantizer."""
+    islands: set[Node] = set()
+    for seed in gm.graph.nodes:
+        if seed.op != "call_function" or seed in islands or not _fills_hidden(seed) or \
+                _constant_value(gm, seed.args[1] if seed.target in _MASK_FILL else seed.args[0]) is not None:
+            continue
+        found, stack, ends = {seed}, [seed], 0
+        while stack:
+            node = stack.pop()
+            for user in node.users:
+                if user in found:
+                    continue
+                if user.target in _ATTENTION_ENDS:
+                    if (_sdpa_args(user).get("attn_mask") if user.target is SDPA else user.args[0]) is not node:
+                        break  # read as anything but the mask or the scores
+                    ends += 1
+                    found.add(user)
+                elif user.op == "call_function" and user.target in MASK_PATH:
+                    found.add(user)
+                    stack.append(user)
+                else:
+                    break  # the infinite values reach an op that is not attention's
+            else:
+                continue
+            found.clear()
+            break
+        if found and ends:
+            islands |= found
+    return islands
 
 
 def _parts(node: Node) -> list[tuple[int, int]] | None:

@@ -10,6 +10,7 @@ same quantizer (see :func:`prepare_qat`).
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Iterable
 
@@ -17,7 +18,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
-from mcu.quantize.attention import prepare_attention
+from mcu.quantize.attention import FILLS, MASK_PATH, prepare_attention
 from mcu.quantize.bias_correction import correct_biases
 from mcu.quantize.broadcast import expand_broadcasts, split_clamp_tensor, split_prelu
 from mcu.quantize.gptq import round_weights
@@ -206,10 +207,34 @@ def _check_observed_ranges(prepared: GraphModule, where: str) -> None:
         source = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else node
         op = source.target.__name__ if callable(source.target) and hasattr(source.target, "__name__") \
             else str(source.target)
+        if isinstance(source, Node) and _writes_infinity(source):
+            # a fill the model asks for (an attention mask made by torch's layer or by hand), not an overflow
+            hint = ("the model writes this infinity itself (a mask filled with -inf): int8 takes one only as an "
+                    "attention mask that reaches the softmax of the scores (attn_mask=, key_padding_mask=, "
+                    "scores.masked_fill(mask, -inf).softmax(-1)); elsewhere fill with a finite value, or use "
+                    "--quantize none")
+        else:
+            hint = ("keep the model's values finite on the calibration data (e.g. clamp before log or division), "
+                    "or use --quantize none")
         raise McuError(f"{where}: calibration makes {op}{user_source_line(source)} produce NaN or inf "
-                       f"(observed range {lo.min().item()} .. {hi.max().item()})",
-                       hint="keep the model's values finite on the calibration data (e.g. clamp before log or "
-                            "division), or use --quantize none")
+                       f"(observed range {lo.min().item()} .. {hi.max().item()})", hint=hint)
+
+
+def _writes_infinity(node: Node) -> bool:
+    """Whether ``node`` fills or selects an infinite number (masked_fill(m, -inf), where), or carries one such
+    op's values on (views, sums: an additive mask): the model's own infinity, not an overflow."""
+    seen, stack = {node}, [node]
+    while stack:
+        n = stack.pop()
+        if n.target in FILLS and any(isinstance(a, float) and math.isinf(a) for a in n.args):
+            return True
+        if n.target not in MASK_PATH and n is not node:
+            continue
+        for m in n.all_input_nodes:
+            if m not in seen:
+                seen.add(m)
+                stack.append(m)
+    return False
 
 
 def prepare_qat(model: torch.nn.Module, example_inputs: tuple, weight_bits: int = 8) -> GraphModule:

@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 from torch.fx import GraphModule, Node
 from mcu.capture.recurrent import FINAL_CELL, GRU_CELL, GRU_FROM, LSTM_FROM, OPS
-from mcu.quantize.attention import prepare_attention
+from mcu.quantize.attention import prepare_attention, runtime_mask_islands
 
 # torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
 # a deprecation about torchao's own pytree registration: neither is something a user can act on.
@@ -355,6 +355,9 @@ class MCUQuantizer(Quantizer):
         ]
         if self.act_bits == 16:
             handlers = [(targets & W8A16_OPS, handle) for targets, handle in handlers]
+        # attention masks computed from the inputs: from the fill of minus infinity to the softmax, fp32
+        for node in runtime_mask_islands(model):
+            _mark(node)
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
                 continue
