@@ -1573,7 +1573,19 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
         for (int32_t c = 0; c < ch; c += 4) {
             int8_t *yk = yb + c;
             const int16_t *ek = planes + ends;
-            for (int32_t j = 0; j < 4; ++j, ++yk, ek += g->plane, kc += MCU_DWPL_PACKED_WORDS) {
+            for (int32_t j = 0; j < 4; ++j, ++yk, ek += g->plane) {
+#if MCU_S8_DSP_NATIVE
+                /* w[0 .. 5], bias, m, c, sh: ten words at offset 12 (the _Static_assert above), two LDM and two
+                 * STM of five (a load and a store a word, GCC's copy, cost 28 instructions a channel) */
+                uint32_t *d = t[j].w;
+                __asm__ volatile("ldmia %0!, {r1, r2, r3, r4, r5}\n\t"
+                                 "stmia %1!, {r1, r2, r3, r4, r5}\n\t"
+                                 "ldmia %0!, {r1, r2, r3, r4, r5}\n\t"
+                                 "stmia %1!, {r1, r2, r3, r4, r5}"
+                                 : "+r"(kc), "+r"(d)
+                                 :
+                                 : "r1", "r2", "r3", "r4", "r5", "memory");
+#else
                 for (int32_t i = 0; i < 6; ++i) {
                     t[j].w[i] = kc[i];
                 }
@@ -1581,6 +1593,8 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                 t[j].m = mcu_u32_to_s32(kc[7]);
                 t[j].c = mcu_u32_to_s32(kc[8]);
                 t[j].sh = mcu_u32_to_s32(kc[9]);
+                kc += MCU_DWPL_PACKED_WORDS;
+#endif
                 t[j].y = yk;
                 t[j].end = ek;
                 t[j].lines = g->lines;
