@@ -114,6 +114,12 @@ def applies(op: Op) -> str | None:
     return None
 
 
+def growth(op: Op) -> int:
+    """The flash bytes packing ``op`` adds at most (its words against its int8 weights; 0 where it does not apply)."""
+    channels = int(op.inputs[1].shape[0])
+    return 4 * (HEADER_WORDS + CHANNEL_WORDS * channels) - 9 * channels if applies(op) is None else 0
+
+
 def packed_tensor(op: Op) -> Tensor:
     """The op's packed constants (made once and kept on the op so every emission names one constant)."""
     cached = op.attrs.get("planes_packed")
