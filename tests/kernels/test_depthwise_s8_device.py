@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from c_source import c_array
+from mcu.backends.optimized import dwpack
 from mcu.plan.contracts import window_max_delta
 from mcu.reference.conv import depthwise_conv2d_s8
 from repo import requires_qemu
@@ -119,14 +120,23 @@ CASES = [
     (8, 4, 10, 3, 3, 2, 2, 0, "apart", "relu", "fast"),
     (20, 5, 5, 3, 3, 2, 0, 1, "apart", "relu", "fast"),
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
+    # the one-step lines with their constants packed (mcu_depthwise_conv2d_s8_planes, mcu/backends/optimized/dwpack.py):
+    # lines of six saturated and ReLU, down the columns of a taller image, lines of three saturated, clamped and
+    # ReLU; MCU_ERR_UNSUPPORTED on the cores without the planes (M0+, M55)
+    (16, 6, 6, 3, 3, 1, 1, 1, "packed", (-128, 127), "fast"),
+    (12, 6, 6, 3, 3, 1, 2, 0, "packed", "relu", "fast"),
+    (8, 6, 4, 3, 3, 1, 1, 2, "packed", (-128, 127), "fast"),
+    (8, 3, 3, 3, 3, 1, 1, 1, "packed", (-128, 127), "fast"),
+    (12, 3, 2, 3, 3, 1, 0, 1, "packed", (-100, 90), "fast"),
+    (256, 3, 3, 3, 3, 1, 1, 1, "packed", "relu", "fast"),
 ]
 
 
 def _case_data(k: int, case):
     c, h, w, kh, kw, s, pt, pl, mode, act, shifts = case
     rng = np.random.default_rng(1000 + k)
-    oh = (h + 2 * pt - kh) // s + 1 if mode != "inplace" else h
-    ow = (w + 2 * pl - kw) // s + 1 if mode != "inplace" else w
+    oh = (h + 2 * pt - kh) // s + 1 if mode not in ("inplace", "packed") else h
+    ow = (w + 2 * pl - kw) // s + 1 if mode not in ("inplace", "packed") else w
     x = rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)
     wt = rng.integers(-127, 128, (kh, kw, c), dtype=np.int8)
     relu = act == "relu"
@@ -158,13 +168,17 @@ def _case_data(k: int, case):
 def _program() -> str:
     out = ['#include <stdint.h>\n#include <string.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/platform.h"\n\n',
            "static int8_t arena[57344] __attribute__((aligned(4)));\nstatic int8_t ring[8192];\n",
+           "#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && !defined(__ARM_FEATURE_MVE)\n#define PLANES 1\n"
+           "#else\n#define PLANES 0\n#endif\n",
            "static void say(const char *s) { mcu_platform_write(s, strlen(s)); }\n"]
     calls = []
     for k, case in enumerate(CASES):
         x, wt, b, m, sh, p, expected, delta = _case_data(k, case)
         mode = case[8]
-        out += [c_array(f"x{k}", "int8_t", x), c_array(f"w{k}", "int8_t", wt), c_array(f"b{k}", "int32_t", b),
-                c_array(f"m{k}", "int32_t", m), c_array(f"s{k}", "int32_t", sh), c_array(f"e{k}", "int8_t", expected)]
+        out += [c_array(f"x{k}", "int8_t", x), c_array(f"e{k}", "int8_t", expected)]
+        if mode != "packed":  # (the packed words hold the weights and the requantization)
+            out += [c_array(f"w{k}", "int8_t", wt), c_array(f"b{k}", "int32_t", b), c_array(f"m{k}", "int32_t", m),
+                    c_array(f"s{k}", "int32_t", sh)]
         i, o = p["input"], p["output"]
         fields = (f".input = {{{i[0]}, {i[1]}, {i[2]}, {i[3]}}}, .output = {{{o[0]}, {o[1]}, {o[2]}, {o[3]}}}, "
                   f".ch_mult = 1, .kernel_h = {p['kernel_h']}, .kernel_w = {p['kernel_w']}, "
@@ -174,7 +188,15 @@ def _program() -> str:
                   f".act_min = {p['act_min']}, .act_max = {p['act_max']}")
         nx, ny = x.size, expected.size
         base = 8192  # input offset in the arena; an overlapping output starts delta bytes from it
-        if mode == "inplace":
+        if mode == "packed":
+            words = dwpack.pack(wt.transpose(2, 0, 1), b.astype(np.int64), m, sh, p["output_offset"],
+                                dwpack.lines_of(x.shape[1], x.shape[2])[0])
+            out.append(c_array(f"k{k}", "int32_t", words))
+            call = (f"memcpy(arena, x{k}, {nx});\n"
+                    f"    st = mcu_depthwise_conv2d_s8_planes(&p, arena, k{k});\n"
+                    f"    y = arena;\n"
+                    f"    if (st == MCU_ERR_UNSUPPORTED && !PLANES) {{\n        return 1;\n    }}\n")
+        elif mode == "inplace":
             call = (f"const mcu_context ctx = {{ring, (int32_t)sizeof ring}};\n"
                     f"    memcpy(arena, x{k}, {nx});\n"
                     f"    st = mcu_depthwise_conv2d_s8_inplace(&ctx, &p, &q, arena, w{k}, b{k});\n"
@@ -186,7 +208,7 @@ def _program() -> str:
                     f"    y = arena + {y_off};\n")
         out.append(f"static int case{k}(void)\n{{\n"
                    f"    static const mcu_depthwise_conv2d_s8_params p = {{{fields}}};\n"
-                   f"    const mcu_per_channel_quant q = {{m{k}, s{k}}};\n"
+                   + (f"    const mcu_per_channel_quant q = {{m{k}, s{k}}};\n" if mode != "packed" else "") +
                    f"    mcu_status st;\n    const int8_t *y;\n    {call}"
                    f"    return st == MCU_OK && memcmp(y, e{k}, {ny}) == 0;\n}}\n")
         calls.append(f"    if (!case{k}()) {{ say(\"case {k} FAIL\\n\"); ++bad; }}\n")
@@ -207,7 +229,8 @@ def test_depthwise_dsp_paths_on_device(tmp_path: Path, board: str) -> None:
     src = tmp_path / "main.c"
     src.write_text(_program())
     rt = runtime_dir()
-    kernels = [kernel_source(f) for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
+    kernels = [kernel_source(f) for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c",
+                                          "mcu_depthwise_conv2d_s8_planes.c")]
     b = load_board(board)
     fw = build_firmware(b, [src, *kernels], [rt / "include"], tmp_path / "out")
     result = run_qemu(b, fw.elf)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mcu.backends.optimized import packed16, tuned
+from mcu.backends.optimized import dwpack, packed16, tuned
 from mcu.backends.calls import KernelCall, conv_params_s8
 from mcu.ir import Graph, Op, Tensor
 from mcu.plan.contracts import s4_stream_bytes
@@ -33,11 +33,13 @@ PACKED_SHARE = 0.75  # packed weights by default while the constants take at mos
 
 def packed_footprint(graph: Graph, board: Any) -> tuple[int, int]:
     """(the model's constants in bytes with the packing's growth, the bytes of read-only memory that
-    hold them): packing widens each int8 convolution or linear weight to int16."""
+    hold them): packing widens each int8 convolution or linear weight to int16, and a small image's depthwise
+    weights to their planes' words (dwpack.growth)."""
     constants = sum(t.nbytes for t in graph.constants())
     growth = sum(op.inputs[1].nbytes for op in graph.ops
                  if op.kind in ("conv2d", "linear") and len(op.inputs) > 1 and op.inputs[1].is_constant
                  and op.inputs[1].dtype == "int8" and op.attrs.get("weight_bits") != 4)
+    growth += sum(dwpack.growth(op) for op in graph.ops if op.kind == "depthwise_conv2d")
     return constants + growth, board.region_for("rodata").length
 
 

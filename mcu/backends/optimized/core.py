@@ -20,11 +20,12 @@ from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 from mcu.backends.optimized import compact, rows
-from mcu.backends.optimized import packed16, tuned
+from mcu.backends.optimized import dwpack, packed16, tuned
 from mcu.backends.optimized.options import OptimizedOptions
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.backends.base import Backend, Constraint, Context, Rule
 from mcu.backends.calls import KernelCall
+from mcu.backends.portable.core import PortableBackend
 from mcu.ir import Graph, Op
 
 
@@ -45,6 +46,8 @@ class OptimizedBackend(Backend):
         # 16x8 (w8a16): the weights widened to int16 (mcu/backends/optimized/packed16.py) when packed
         Rule("conv2d", ("int16",), "any", (_ONE_GROUP, _OHWI)),
         Rule("linear", ("int16",), "any", (_MATRIX,)),
+        # 3x3 stride-1 depthwise layers of small images: the planes' constants packed (dwpack.applies says which)
+        Rule("depthwise_conv2d", ("int8",), "any", (_INT8_IN,)),
         Rule("max_pool2d", ("int8",), "any", (_INT8_IN, rows.ROW_WINDOW)),
         Rule("mean_hw", ("int8",), "any", (_INT8_IN,)),
         Rule("layout", ("int8",), "any", (rows.ROW_LAYOUT,)),
@@ -122,6 +125,10 @@ class OptimizedBackend(Backend):
             if self.options(ctx).packed_weights is False:
                 return "weights kept int8: the portable 16x8 kernels read them"
             return packed16.applies(op)
+        if why is None and op.kind == "depthwise_conv2d" and self.options(ctx).packed_weights is False:
+            return "weights kept int8: the portable depthwise kernel reads them"
+        if why is None and op.kind == "depthwise_conv2d":
+            return dwpack.applies(op)
         return why or (tuned.applies(op) if op.kind in tuned.KINDS else None)
 
     def take(self, op: Op, ctx: Context) -> None:
@@ -136,6 +143,8 @@ class OptimizedBackend(Backend):
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
 
     def emit(self, op: Op, refs: Any) -> KernelCall:
+        if op.kind == "depthwise_conv2d":  # not planned in place: the portable kernel's own contract
+            return dwpack.emit(op, refs) or PortableBackend().emit(op, refs)
         if op.kind not in tuned.KINDS:
             return rows.emit(op, refs)
         if op.output.dtype == "int16":

@@ -347,6 +347,20 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                                 const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/** A 3x3 depthwise layer computed in place (stride 1, dilation 1, ch_mult 1, output size equal to input size,
+ * channels a multiple of 4) on the channel planes of cores with the DSP extension, its constants packed ahead of
+ * time (mcu/backends/optimized/dwpack.py): a header (MCU_DWPL_MAGIC, channels, the output offset the words were
+ * packed for), then per channel ten words: its kernel lines' doubled int16 lane pairs (w_i0 w_i1) (w_i1 w_i2)
+ * in the planes' orientation (the lines along the image's longer side), twice its bias, its multiplier,
+ * (2 output_offset + 1) 2^(R-1) and R = -shift, R in [1, 24] and the accumulator's bounds checked by the packer.
+ * Only images of one band whose lines take one step each (lines of three pixels, or of six without a clamp of
+ * the activation range); any other layer, and a build without the DSP paths, is MCU_ERR_UNSUPPORTED. Bit-exact
+ * with mcu_depthwise_conv2d_s8. */
+#define MCU_DWPL_MAGIC 0x5057554D /* "MUWP" read as a little-endian word */
+#define MCU_DWPL_HEADER_WORDS 3
+mcu_status mcu_depthwise_conv2d_s8_planes(const mcu_depthwise_conv2d_s8_params *p, int8_t *data,
+                                          const int32_t *packed);
+
 /** mcu_conv2d_packed_s8's layers with int8 weights (the flash of the portable kernels' weights, no
  * more): a stream of 32-bit words (word-aligned; mcu/backends/compact.py, pack_compact): a header
  * (MCU_COMPACT_MAGIC, 0, output channels, taps per window padded to 4), then one block per 4 output

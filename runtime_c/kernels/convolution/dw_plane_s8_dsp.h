@@ -198,8 +198,8 @@ static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok_scaled(const mcu_
 /* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
  * channels a multiple of 4, every requantization within mcu_dwpl_quant_ok's, lines of MCU_DWPL_LEN_MIN to
  * MCU_DWPL_ROW_MAX pixels, four planes of at least MCU_DWPL_BAND_MIN lines within MCU_DWPL_BYTES. */
-static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w,
-                                const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
+/* The geometry of mcu_dwpl_plan alone (the requantization not checked, g->scaled 0). */
+static inline int mcu_dwpl_geometry(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w)
 {
     const int transposed = h > w;
     const int32_t lines = transposed ? w : h, len = transposed ? h : w;
@@ -211,15 +211,7 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
         return 0;
     }
-    /* the scaled form's bounds only where mcu_dwpl_layer takes it: a ReLU range (output_offset -128; the layer
-     * checks the rest) on lines of sixes (MCU_DWPL_KIND 12 and 13) */
-    const int sixes = output_offset == -128 && len > 6 && len % 6 <= 3;
-    const int ok = sixes ? mcu_dwpl_quant_ok_scaled(q, bias, ch, output_offset)
-                         : mcu_dwpl_quant_ok(q, bias, ch, output_offset);
-    if (!ok) {
-        return 0;
-    }
-    g->scaled = ok >> 1;
+    g->scaled = 0;
     g->transposed = transposed;
     g->lines = lines;
     g->len = len;
@@ -227,6 +219,21 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     g->band = fit < lines ? fit : lines;
     g->plane = (g->band + 2) * cols;
     return 1;
+}
+
+static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w,
+                                const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
+{
+    if (!mcu_dwpl_geometry(g, kh, kw, ch, h, w)) {
+        return 0;
+    }
+    /* the scaled form's bounds only where mcu_dwpl_layer takes it: a ReLU range (output_offset -128; the layer
+     * checks the rest) on lines of sixes (MCU_DWPL_KIND 12 and 13) */
+    const int sixes = output_offset == -128 && g->len > 6 && g->len % 6 <= 3;
+    const int ok = sixes ? mcu_dwpl_quant_ok_scaled(q, bias, ch, output_offset)
+                         : mcu_dwpl_quant_ok(q, bias, ch, output_offset);
+    g->scaled = ok >> 1;
+    return ok != 0;
 }
 
 /* (lo(a), lo(b)) and (hi(a), hi(b)): PKHBT and PKHTB. */
@@ -1522,6 +1529,82 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
                     mcu_dwpl_channel(planes + k * g->plane, g->cols * 2, &t[k], clamp,
                                      kind == 12 ? 12 : kind == 13 ? 13 : 0);
                 }
+            }
+        }
+    }
+}
+
+/* The ten words of a channel's constants in mcu_dwpl_ch (w[0 .. 5], bias, m, c, sh), as packed ahead of time
+ * (mcu/backends/optimized/dwpack.py: the fields mcu_dwpl_group_init_s1 sets, in the same order). */
+#define MCU_DWPL_PACKED_WORDS 10
+
+/* mcu_dwpl_layer_as for a layer of one band whose lines take one step each (MCU_DWPL_KIND 3 or 6: g->band ==
+ * g->lines and `kind` checked by the caller), with every channel's constants packed ahead of time (k: ten words a
+ * channel, MCU_DWPL_PACKED_WORDS, their requantization bounds checked by the packer): a group's set-up is a copy
+ * of 40 words where mcu_dwpl_group_init_s1 widened the weights and built the requantization words (about 400
+ * cycles a group on the M33 model), and no mcu_dwpl_quant_ok pass runs. The 6 x 6 and 3 x 3 images only, where a
+ * group's set-up weighs against its few pixels; a copy of the layer's code of its own but for two kinds. */
+static __attribute__((noinline, unused)) void
+mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, int32_t ch, int32_t pad_top,
+                      int32_t pad_left, int32_t input_offset, int32_t act_min, int32_t act_max, int clamp, int kind,
+                      const uint32_t *k, const int8_t *x, int8_t *y)
+{
+    _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
+    mcu_dwpl_zero(planes, 2 * g->plane); /* the border columns and lines stay zero: fills write the interiors */
+    const size_t image = (size_t)h * (size_t)w * (size_t)ch;
+    const size_t row = (size_t)w * (size_t)ch;
+    const size_t line_step = g->transposed ? (size_t)ch : row;
+    const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
+    mcu_dwpl_fill_args fill;
+    mcu_dwpl_fill_prep(&fill, g, h, w, ch, pad_along, mcu_offset_pair(input_offset));
+    mcu_dwpl_ch t[4];
+    const int32_t step = g->transposed ? (int32_t)row : ch;
+    /* one-step lines: the position at a line's start, the next line a plane line on */
+    mcu_dwpl_ch_layer(t, step, g->len, g->cols * 2, (int32_t)line_step - g->len * step, act_min, act_max);
+    for (int32_t j = 0; j < 4; ++j) {
+        t[j].more = j < 3;
+    }
+    const int32_t ends = g->lines * g->cols; /* the position after the band's last line */
+    const int32_t next = (g->plane - ends) * 2;
+    for (int32_t b = 0; b < n; ++b) {
+        const int8_t *xb = x + (size_t)b * image;
+        int8_t *yb = y + (size_t)b * image;
+        const uint32_t *kc = k;
+        for (int32_t c = 0; c < ch; c += 4) {
+            int8_t *yk = yb + c;
+            const int16_t *ek = planes + ends;
+            for (int32_t j = 0; j < 4; ++j, ++yk, ek += g->plane) {
+#if MCU_S8_DSP_NATIVE
+                /* w[0 .. 5], bias, m, c, sh: ten words at offset 12 (the _Static_assert above), two LDM and two
+                 * STM of five (a load and a store a word, GCC's copy, cost 28 instructions a channel) */
+                uint32_t *d = t[j].w;
+                __asm__ volatile("ldmia %0!, {r1, r2, r3, r4, r5}\n\t"
+                                 "stmia %1!, {r1, r2, r3, r4, r5}\n\t"
+                                 "ldmia %0!, {r1, r2, r3, r4, r5}\n\t"
+                                 "stmia %1!, {r1, r2, r3, r4, r5}"
+                                 : "+r"(kc), "+r"(d)
+                                 :
+                                 : "r1", "r2", "r3", "r4", "r5", "memory");
+#else
+                for (int32_t i = 0; i < 6; ++i) {
+                    t[j].w[i] = kc[i];
+                }
+                t[j].bias = kc[6];
+                t[j].m = mcu_u32_to_s32(kc[7]);
+                t[j].c = mcu_u32_to_s32(kc[8]);
+                t[j].sh = mcu_u32_to_s32(kc[9]);
+                kc += MCU_DWPL_PACKED_WORDS;
+#endif
+                t[j].y = yk;
+                t[j].end = ek;
+                t[j].lines = g->lines;
+                t[j].next = next;
+            }
+            mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
+            if (kind == 3) {
+                mcu_dwpl_channel(planes, g->cols * 2, t, clamp, 3);
+            } else {
+                mcu_dwpl_channel(planes, g->cols * 2, t, clamp, 6);
             }
         }
     }
