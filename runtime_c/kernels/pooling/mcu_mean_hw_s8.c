@@ -192,31 +192,33 @@ mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, i
         const int8_t *x_n = input + n * hw * in.c;
         int8_t *y = output + n * in.c;
         int32_t c = 0;
-        if (hw <= 256) {
-            for (; c + 8 <= in.c; c += 8) {
-                uint32_t l[4];
-                mcu_mean_lanes(x_n + c, in.c, hw, 2, l);
-                mcu_mean4_out(p, &rq, fast, min4, max4, y + c, off + mcu_lo16(l[0]), off + mcu_lo16(l[1]), off + mcu_hi16(l[0]),
-                              off + mcu_hi16(l[1]));
-                mcu_mean4_out(p, &rq, fast, min4, max4, y + c + 4, off + mcu_lo16(l[2]), off + mcu_lo16(l[3]),
-                              off + mcu_hi16(l[2]), off + mcu_hi16(l[3]));
-            }
-        }
+        uint32_t next02 = 0, next13 = 0; /* the lanes of channels c .. c + 3 when have_next */
+        int have_next = 0;
         for (; c + 4 <= in.c; c += 4) {
             int32_t s0 = off, s1 = off, s2 = off, s3 = off;
-            const int8_t *xp = x_n + c;
-            for (int32_t left = hw; left > 0;) {
-                const int32_t run = left > 256 ? 256 : left;
-                uint32_t l[4];
-                mcu_mean_lanes(xp, in.c, run, 1, l);
-                left -= run;
-                xp += run * in.c;
-                s0 += mcu_lo16(l[0]);
-                s1 += mcu_lo16(l[1]);
-                s2 += mcu_hi16(l[0]);
-                s3 += mcu_hi16(l[1]);
+            uint32_t l[4];
+            if (have_next) {
+                l[0] = next02;
+                l[1] = next13;
+                have_next = 0;
+            } else if (hw <= 256 && c + 8 <= in.c) {
+                mcu_mean_lanes(x_n + c, in.c, hw, 2, l);
+                next02 = l[2];
+                next13 = l[3];
+                have_next = 1;
+            } else {
+                const int8_t *xp = x_n + c;
+                for (int32_t left = hw; left > 256; left -= 256, xp += 256 * in.c) {
+                    mcu_mean_lanes(xp, in.c, 256, 1, l);
+                    s0 += mcu_lo16(l[0]);
+                    s1 += mcu_lo16(l[1]);
+                    s2 += mcu_hi16(l[0]);
+                    s3 += mcu_hi16(l[1]);
+                }
+                mcu_mean_lanes(xp, in.c, (hw - 1) % 256 + 1, 1, l);
             }
-            mcu_mean4_out(p, &rq, fast, min4, max4, y + c, s0, s1, s2, s3);
+            mcu_mean4_out(p, &rq, fast, min4, max4, y + c, s0 + mcu_lo16(l[0]), s1 + mcu_lo16(l[1]),
+                          s2 + mcu_hi16(l[0]), s3 + mcu_hi16(l[1]));
         }
         for (; c < in.c; ++c) {
             int32_t sum = 0;
