@@ -1,5 +1,5 @@
-"""The int8 spatial mean's DSP path (runtime_c/kernels/pooling/mcu_mean_hw_s8.c) on the simulated Cortex-M33
-and M4 themselves: its requantization of four sums is hand-written assembly that only the Arm cores run
+"""The int8 spatial mean's DSP path (runtime_c/kernels/pooling/mcu_mean_hw_s8.c) on the simulated
+Cortex-M33 and M4 themselves: its requantization of four sums is hand-written assembly that only the Arm cores run
 (tests/kernels/test_kernels_s8_opt.py runs the rest of the path on the host). One firmware a core runs the
 reference models' shapes, every input at -128 or 127 with the exact mean's multiplier, one pixel, more than
 256 pixels (the 16-bit lane sums flushed), channel counts around multiples of 4 and 8, batches, rounding
