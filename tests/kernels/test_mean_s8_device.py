@@ -3,7 +3,8 @@ Cortex-M33 and M4 themselves: its requantization of four sums is hand-written as
 (tests/kernels/test_kernels_s8_opt.py runs the rest of the path on the host). One firmware a core runs the
 reference models' shapes, every input at -128 or 127 with the exact mean's multiplier, one pixel, more than
 256 pixels (the 16-bit lane sums flushed), channel counts around multiples of 4 and 8, batches, rounding
-ties, shifts outside the one-SMLAL range and activation clamps, and compares every output byte with the Python reference.
+ties, shifts outside the one-SMLAL range and activation clamps, and compares every output
+byte with the Python reference.
 """
 
 from __future__ import annotations
