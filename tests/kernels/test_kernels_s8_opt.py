@@ -364,7 +364,7 @@ def test_max_pool2d_s8_channel_groups(case, c):
 
 
 @pytest.mark.parametrize("h,w", [(1, 255), (16, 16), (1, 257), (9, 57), (25, 5)])
-@pytest.mark.parametrize("c", [4, 5, 8, 11])
+@pytest.mark.parametrize("c", [4, 5, 8, 11, 12, 13, 20])
 @pytest.mark.parametrize("fill", ["max", "min", "random"])
 def test_mean_hw_s8_lane_flush(h, w, c, fill):
     rng = np.random.default_rng(h * w + c)
@@ -407,13 +407,13 @@ def test_depthwise_s8_inplace_planes_at_the_bounds(emulated, shift, out_zp):
 
 
 @base.EXACT
-@given(hw=st.tuples(st.integers(1, 5), st.integers(1, 5)), c=st.integers(1, 13), in_zp=base.zero_points,
+@given(hw=st.tuples(st.integers(1, 5), st.integers(1, 5)), c=st.integers(1, 21), in_zp=base.zero_points,
        out_zp=base.zero_points, m=base.multipliers, s=st.sampled_from([-25, -24, -23, -12, -3, -1, 0, 1]),
        act=base.act_bounds(), data=base.data_modes, seed=st.integers(0, 2**32 - 1))
 def test_mean_hw_s8_word_requantization(hw, c, in_zp, out_zp, m, s, act, data, seed):
     """The four-channel groups' one-SMLAL requantization stored as a word (shifts in [-24, -1]) and the
-    generic one past those bounds: small images (mobilenet_v1's 3 x 3), odd channel tails, extreme
-    data, offsets and activation bounds, against the reference."""
+    generic one past those bounds: small images (mobilenet_v1's 3 x 3), groups of eight channels then
+    four, odd channel tails, extreme data, offsets and activation bounds, against the reference."""
     x = base.int8_data(np.random.default_rng(seed), (1, *hw, c), data)
     params = dict(input=x.shape, input_offset=-in_zp, multiplier=m, shift=s, output_offset=out_zp,
                   act_min=act[0], act_max=act[1])
