@@ -354,10 +354,13 @@ int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
  * in the planes' orientation (the lines along the image's longer side), twice its bias, its multiplier,
  * (2 output_offset + 1) 2^(R-1) and R = -shift, R in [1, 24] and the accumulator's bounds checked by the packer.
  * Only images of one band whose lines take one step each (lines of three pixels, or of six without a clamp of
- * the activation range); any other layer, and a build without the DSP paths, is MCU_ERR_UNSUPPORTED. Bit-exact
- * with mcu_depthwise_conv2d_s8. */
+ * the activation range); on the DSP paths any other layer is MCU_ERR_UNSUPPORTED. Builds without them (the M0+,
+ * M3 and M55, and a host build of a firmware's generated C) compute the same layer from the same words, a channel
+ * at a time, for images of at most MCU_DWPL_PLAIN_PIXELS pixels. Bit-exact with mcu_depthwise_conv2d_s8. */
 #define MCU_DWPL_MAGIC 0x5057554D /* "MUWP" read as a little-endian word */
 #define MCU_DWPL_HEADER_WORDS 3
+#define MCU_DWPL_PACKED_WORDS 10
+#define MCU_DWPL_PLAIN_PIXELS 1024
 mcu_status mcu_depthwise_conv2d_s8_planes(const mcu_depthwise_conv2d_s8_params *p, int8_t *data,
                                           const int32_t *packed);
 

@@ -1534,9 +1534,9 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
     }
 }
 
-/* The ten words of a channel's constants in mcu_dwpl_ch (w[0 .. 5], bias, m, c, sh), as packed ahead of time
- * (mcu/backends/optimized/dwpack.py: the fields mcu_dwpl_group_init_s1 sets, in the same order). */
-#define MCU_DWPL_PACKED_WORDS 10
+/* MCU_DWPL_PACKED_WORDS (mcu/kernels_s8.h): the ten words of a channel's constants in mcu_dwpl_ch (w[0 .. 5],
+ * bias, m, c, sh), as packed ahead of time (mcu/backends/optimized/dwpack.py: the fields mcu_dwpl_group_init_s1
+ * sets, in the same order). */
 
 /* mcu_dwpl_layer_as for a layer of one band whose lines take one step each (MCU_DWPL_KIND 3 or 6: g->band ==
  * g->lines and `kind` checked by the caller), with every channel's constants packed ahead of time (k: ten words a

@@ -8,7 +8,66 @@
 
 #include "../common/check.h"
 #include "../common/mve_s8.h"
+#include "../common/requant.h"
 #include "dw_plane_s8_dsp.h"
+
+#if !MCU_S8_DSP || MCU_S8_MVE
+/* A lane of a word as a signed 16-bit value (no implementation-defined conversion). */
+static int32_t planes_lane(uint32_t word)
+{
+    return (int32_t)(word & 0xFFFFu) - (int32_t)((word & 0x8000u) << 1);
+}
+
+/* The layer from the packed words without the planes: a channel at a time, from a copy of its image so that the
+ * output may overwrite the input; the words hold doubled weights (exact halves), twice the bias, the multiplier
+ * and R = -shift. Host builds of an Arm board's generated C run this, so the words must mean the same here. */
+static mcu_status planes_plain(const mcu_depthwise_conv2d_s8_params *p, int8_t *data, const int32_t *words)
+{
+    const mcu_shape4 in = p->input;
+    MCU_REQUIRE((int64_t)in.h * in.w <= MCU_DWPL_PLAIN_PIXELS, MCU_ERR_UNSUPPORTED);
+    for (int32_t c = 0; c < in.c; ++c) {
+        const int32_t *k = words + (size_t)c * MCU_DWPL_PACKED_WORDS;
+        MCU_REQUIRE(k[7] >= 0 && k[9] >= 1 && k[9] <= 31 && k[6] % 2 == 0, MCU_ERR_INVALID_ARG);
+    }
+    const int transposed = in.h > in.w; /* the planes' lines run along the longer side */
+    const size_t pixels = (size_t)in.h * (size_t)in.w;
+    int8_t img[MCU_DWPL_PLAIN_PIXELS];
+    for (int32_t n = 0; n < in.n; ++n) {
+        int8_t *base = data + (size_t)n * pixels * (size_t)in.c;
+        for (int32_t c = 0; c < in.c; ++c) {
+            const int32_t *k = words + (size_t)c * MCU_DWPL_PACKED_WORDS;
+            int32_t w[3][3];
+            for (int i = 0; i < 3; ++i) {
+                const int32_t t[3] = {planes_lane((uint32_t)k[2 * i]) / 2, planes_lane((uint32_t)k[2 * i] >> 16) / 2,
+                                      planes_lane((uint32_t)k[2 * i + 1] >> 16) / 2};
+                for (int j = 0; j < 3; ++j) {
+                    w[transposed ? j : i][transposed ? i : j] = t[j];
+                }
+            }
+            for (size_t px = 0; px < pixels; ++px) {
+                img[px] = base[px * (size_t)in.c + (size_t)c];
+            }
+            for (int32_t y = 0; y < in.h; ++y) {
+                for (int32_t x = 0; x < in.w; ++x) {
+                    int32_t acc = k[6] / 2;
+                    for (int32_t i = 0; i < 3; ++i) {
+                        const int32_t iy = y - p->pad_top + i;
+                        for (int32_t j = 0; j < 3; ++j) {
+                            const int32_t ix = x - p->pad_left + j;
+                            if (iy >= 0 && iy < in.h && ix >= 0 && ix < in.w) {
+                                acc += w[i][j] * ((int32_t)img[iy * in.w + ix] + p->input_offset);
+                            }
+                        }
+                    }
+                    base[((size_t)y * (size_t)in.w + (size_t)x) * (size_t)in.c + (size_t)c] =
+                        mcu_requantize_to_s8(acc, k[7], -k[9], p->output_offset, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
+#endif
 
 mcu_status mcu_depthwise_conv2d_s8_planes(const mcu_depthwise_conv2d_s8_params *p, int8_t *data,
                                           const int32_t *packed)
@@ -39,6 +98,6 @@ mcu_status mcu_depthwise_conv2d_s8_planes(const mcu_depthwise_conv2d_s8_params *
                           data, data);
     return MCU_OK;
 #else
-    return MCU_ERR_UNSUPPORTED;
+    return planes_plain(p, data, packed + MCU_DWPL_HEADER_WORDS);
 #endif
 }
