@@ -293,6 +293,29 @@ def _fills_hidden(node: Node) -> bool:
     return isinstance(fill, (int, float)) and not isinstance(fill, bool) and fill <= _HIDDEN
 
 
+def _mask_reach(seed: Node) -> set[Node] | None:
+    """The ops ``seed``'s values reach through MASK_PATH, with the softmax (or SDPA) they end in as its scores (or
+    its mask); None when they reach anything else or no such end."""
+    found, stack, ends = {seed}, [seed], 0
+    while stack:
+        node = stack.pop()
+        for user in node.users:
+            if user in found:
+                continue
+            if user.target in _ATTENTION_ENDS:
+                read = _sdpa_args(user).get("attn_mask") if user.target is SDPA else user.args[0]
+                if read is not node:
+                    return None  # read as anything but the mask or the scores
+                ends += 1
+                found.add(user)
+            elif user.op == "call_function" and user.target in MASK_PATH:
+                found.add(user)
+                stack.append(user)
+            else:
+                return None  # the infinite values reach an op that is not attention's
+    return found if ends else None
+
+
 def runtime_mask_islands(gm: GraphModule) -> set[Node]:
     """The ops of each attention whose mask is computed from the model's inputs (``key_padding_mask`` or
     ``attn_mask`` from an input): the fill that writes minus infinity, the views and sums that carry it to the
@@ -304,28 +327,7 @@ def runtime_mask_islands(gm: GraphModule) -> set[Node]:
         if seed.op != "call_function" or seed in islands or not _fills_hidden(seed) or \
                 _constant_value(gm, seed.args[1] if seed.target in _MASK_FILL else seed.args[0]) is not None:
             continue
-        found, stack, ends = {seed}, [seed], 0
-        while stack:
-            node = stack.pop()
-            for user in node.users:
-                if user in found:
-                    continue
-                if user.target in _ATTENTION_ENDS:
-                    if (_sdpa_args(user).get("attn_mask") if user.target is SDPA else user.args[0]) is not node:
-                        break  # read as anything but the mask or the scores
-                    ends += 1
-                    found.add(user)
-                elif user.op == "call_function" and user.target in MASK_PATH:
-                    found.add(user)
-                    stack.append(user)
-                else:
-                    break  # the infinite values reach an op that is not attention's
-            else:
-                continue
-            found.clear()
-            break
-        if found and ends:
-            islands |= found
+        islands |= _mask_reach(seed) or set()
     return islands
 
 

@@ -125,9 +125,9 @@ class OptimizedBackend(Backend):
             if self.options(ctx).packed_weights is False:
                 return "weights kept int8: the portable 16x8 kernels read them"
             return packed16.applies(op)
-        if why is None and op.kind == "depthwise_conv2d" and self.options(ctx).packed_weights is False:
-            return "weights kept int8: the portable depthwise kernel reads them"
         if why is None and op.kind == "depthwise_conv2d":
+            if self.options(ctx).packed_weights is False:
+                return "weights kept int8: the portable depthwise kernel reads them"
             return dwpack.applies(op)
         return why or (tuned.applies(op) if op.kind in tuned.KINDS else None)
 
