@@ -173,13 +173,6 @@ static inline uint32_t mcu_max4_s8(uint32_t a, uint32_t b)
 #endif
 }
 
-/* The signed 16-bit lane (0: bits 0-15, 1: bits 16-31) of a word. */
-static inline int32_t mcu_lane16(uint32_t v, int lane)
-{
-    const int32_t x = (int32_t)((v >> (16 * lane)) & 0xFFFFu);
-    return x >= 32768 ? x - 65536 : x;
-}
-
 #endif /* MCU_S8_DSP */
 
 #endif /* MCU_KERNELS_INTERNAL_RQ_S8_DSP_H */

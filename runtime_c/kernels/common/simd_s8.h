@@ -49,6 +49,14 @@
 #define MCU_S8_RAW_MAX 256
 #define MCU_S8_DW_ROWS_MAX 16
 
+/* The signed 16-bit lane (0: bits 0-15, 1: bits 16-31) of a word: the DSP emulation's operand and
+ * the lane sums of kernels that keep two 16-bit counts in a word. */
+static inline int32_t mcu_lane_s16(uint32_t x, int lane)
+{
+    /* Shifts rather than a mask and compare: GCC makes these one SXTH or ASR. */
+    return mcu_u32_to_s32(lane ? x : x << 16) >> 16;
+}
+
 #if MCU_S8_DSP
 
 /* Unaligned 32-bit load (one LDR on Cortex-M3 and later). */
@@ -124,12 +132,6 @@ static inline int32_t mcu_lane_s8(uint32_t x, int byte)
 {
     const int32_t v = (int32_t)((x >> (8 * byte)) & 0xFFu);
     return v >= 128 ? v - 256 : v;
-}
-
-static inline int32_t mcu_lane_s16(uint32_t x, int lane)
-{
-    const int32_t v = (int32_t)((x >> (16 * lane)) & 0xFFFFu);
-    return v >= 32768 ? v - 65536 : v;
 }
 
 static inline uint32_t mcu_pack16(int32_t lo, int32_t hi)

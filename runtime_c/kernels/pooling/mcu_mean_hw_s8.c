@@ -41,17 +41,6 @@ static inline uint32_t mcu_mean4_rq(const mcu_rq_ch *t, int32_t s0, int32_t s1, 
 #endif
 }
 
-/* The signed bottom and top 16-bit lanes of a word. */
-static inline int32_t mcu_lo16(uint32_t v)
-{
-    return mcu_u32_to_s32(v << 16) >> 16;
-}
-
-static inline int32_t mcu_hi16(uint32_t v)
-{
-    return mcu_u32_to_s32(v) >> 16;
-}
-
 /* Four channels' sums requantized by the generic function (shifts outside mcu_rq_ch_init's range):
  * one out-of-line copy, so that the fast form below stays inline. */
 static __attribute__((noinline)) void mcu_mean4_generic(const mcu_mean_hw_s8_params *p, int8_t *y, int32_t s0,
@@ -210,15 +199,15 @@ mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, i
                 const int8_t *xp = x_n + c;
                 for (int32_t left = hw; left > 256; left -= 256, xp += 256 * in.c) {
                     mcu_mean_lanes(xp, in.c, 256, 1, l);
-                    s0 += mcu_lo16(l[0]);
-                    s1 += mcu_lo16(l[1]);
-                    s2 += mcu_hi16(l[0]);
-                    s3 += mcu_hi16(l[1]);
+                    s0 += mcu_lane_s16(l[0], 0);
+                    s1 += mcu_lane_s16(l[1], 0);
+                    s2 += mcu_lane_s16(l[0], 1);
+                    s3 += mcu_lane_s16(l[1], 1);
                 }
                 mcu_mean_lanes(xp, in.c, (hw - 1) % 256 + 1, 1, l);
             }
-            mcu_mean4_out(p, &rq, fast, min4, max4, y + c, s0 + mcu_lo16(l[0]), s1 + mcu_lo16(l[1]),
-                          s2 + mcu_hi16(l[0]), s3 + mcu_hi16(l[1]));
+            mcu_mean4_out(p, &rq, fast, min4, max4, y + c, s0 + mcu_lane_s16(l[0], 0), s1 + mcu_lane_s16(l[1], 0),
+                          s2 + mcu_lane_s16(l[0], 1), s3 + mcu_lane_s16(l[1], 1));
         }
         for (; c < in.c; ++c) {
             int32_t sum = 0;
