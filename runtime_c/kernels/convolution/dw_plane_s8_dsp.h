@@ -81,7 +81,10 @@
  * most C, so the output at most floor(C / 2^R) = output_offset = -128, as is the exact one: SSAT makes
  * both -128. mobilenet_v1 on mps2-an505-u575: its thirteen depthwise layers about 90 k fewer estimated
  * cycles. */
-enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED };
+enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED, MCU_DWPL_PACKED };
+/* MCU_DWPL_PACKED: MCU_DWPL_SCALED's requantization with MCU_DWPL_PACKED_SCALE (mcu/kernels_s8.h) for the packed
+ * one-step lines (mcu_dwpl_layer_packed), whose weights the packer scaled: one shift less, so that R from 6 on fits
+ * (e <= 8), as in mobilenet_v1's first 6 x 6 layer. */
 /* MCU_DWPL_SCALED: a RELU layer whose channels' accumulators are scaled by 2^e, e = MCU_DWPL_SCALE - R (R the
  * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_s1), so that every
  * channel's requantization is SMMLA and SSAT with one shift, MCU_DWPL_SCALE - 1, in the SSAT (the pointwise
@@ -563,10 +566,10 @@ static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s, int relu)
  * floor((2 acc m + 2^31 + C0 2^32) / 2^(32+R)), C0 = (2 output_offset + 1) 2^(R-1); above and below times 2^(e-1)
  * (e - 1 + R = 14) it is floor((s m + C 2^32) / 2^46) with C = 2^(e-2) + (2 output_offset + 1) 2^13: SMMLA's
  * high word (the low word dropped, a floor) and SSAT's ASR #14, the same bits. */
-static inline int32_t mcu_dwpl_rq_scaled(const mcu_dwpl_ch *t, uint32_t s)
+static inline int32_t mcu_dwpl_rq_scaled(const mcu_dwpl_ch *t, uint32_t s, int32_t scale)
 {
     const uint32_t hi = (uint32_t)t->c + (uint32_t)mcu_asr64((int64_t)mcu_u32_to_s32(s) * t->m, 32);
-    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), MCU_DWPL_SCALE - 1), -128, 127);
+    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), scale - 1), -128, 127);
 }
 
 /* The lanes of v times those of f (their products fit int16: SMULBB, SMULTT, PKHBT). */
@@ -1311,6 +1314,25 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const 
         MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);
     }
 }
+#undef MCU_DWPL_SAT8
+/* The loops of the packed one-step lines' scaled form (MCU_DWPL_PACKED): SSAT's shift MCU_DWPL_PACKED_SCALE - 1. */
+#define MCU_DWPL_SAT8(a) "ssat " a ", #8, " a ", asr #13\n\t"
+_Static_assert(MCU_DWPL_PACKED_SCALE - 1 == 13, "MCU_DWPL_SAT8's shift (MCU_DWPL_PACKED)");
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const int16_t *pos, int32_t line_bytes,
+                                                                          mcu_dwpl_ch *t, int kind)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (kind == 6) {
+        __asm__ volatile(MCU_DWPL_CHANNEL6
+                         : "+r"(r0), "+r"(r1), "+r"(r12)
+                         :
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3(""));
+    }
+}
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
 #undef MCU_DWPL_RQS
@@ -1336,6 +1358,10 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel(const int16_t
         mcu_dwpl_channel_scaled(pos, line_bytes, t, kind);
         return;
     }
+    if (clamp == MCU_DWPL_PACKED) {
+        mcu_dwpl_channel_packed(pos, line_bytes, t, kind);
+        return;
+    }
     MCU_DWPL_CHANNEL_BODY(clamp);
 }
 #else
@@ -1358,8 +1384,9 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 {
     const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (int32_t k = 0; k < n; ++k, t->y += t->step) {
-        int32_t v = clamp == MCU_DWPL_SCALED ? mcu_dwpl_rq_scaled(t, s[k])
-                                             : mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
+        int32_t v = clamp == MCU_DWPL_SCALED   ? mcu_dwpl_rq_scaled(t, s[k], MCU_DWPL_SCALE)
+                    : clamp == MCU_DWPL_PACKED ? mcu_dwpl_rq_scaled(t, s[k], MCU_DWPL_PACKED_SCALE)
+                                               : mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
         if (clamp == MCU_DWPL_CLAMP) {
             v = v < lo ? lo : v > hi ? hi : v;
         }
@@ -1601,10 +1628,14 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                 t[j].next = next;
             }
             mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
+            /* the forms spelt out, so that only their loops are expanded (a ReLU layer's words are scaled, or
+             * doubled for the signed loops: mcu_depthwise_conv2d_s8_planes passes no MCU_DWPL_RELU) */
+            const int form = clamp == MCU_DWPL_PACKED ? MCU_DWPL_PACKED : clamp == MCU_DWPL_CLAMP ? MCU_DWPL_CLAMP
+                                                                                                : MCU_DWPL_SAT;
             if (kind == 3) {
-                mcu_dwpl_channel(planes, g->cols * 2, t, clamp, 3);
+                mcu_dwpl_channel(planes, g->cols * 2, t, form, 3);
             } else {
-                mcu_dwpl_channel(planes, g->cols * 2, t, clamp, 6);
+                mcu_dwpl_channel(planes, g->cols * 2, t, form, 6);
             }
         }
     }
