@@ -1053,7 +1053,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
-#define MCU_DWPL_CHANNEL6                                                                     \
+/* The MACs of a line of six: the bias, three kernel lines' loads and twelve MACs each, onto r6-r11. */
+#define MCU_DWPL_MACS6                                                                        \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12", "0")                                           \
@@ -1069,7 +1070,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "smlad r9, r4, r1, r9\n\t"                                                                \
     "smlabt r10, r5, r1, r10\n\t"                                                             \
     "smlad r11, r5, r1, r11\n\t" MCU_DWPL_LD6("20", MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")            \
-        MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                        \
+        MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")
+#define MCU_DWPL_CHANNEL6                                                                     \
+    MCU_DWPL_MACS6                                                                            \
     "ldr r1, [r12, #40]\n\t"                                                                  \
     "ldr lr, [r12, #44]\n\t"                                                                  \
     MCU_DWPL_LD_R("r2") MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
@@ -1318,6 +1321,60 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const 
 /* The loops of the packed one-step lines' scaled form (MCU_DWPL_PACKED): SSAT's shift MCU_DWPL_PACKED_SCALE - 1. */
 #define MCU_DWPL_SAT8(a) "ssat " a ", #8, " a ", asr #13\n\t"
 _Static_assert(MCU_DWPL_PACKED_SCALE - 1 == 13, "MCU_DWPL_SAT8's shift (MCU_DWPL_PACKED)");
+/* The packed one-step lines' own loops: the requantization's constants, the output pointer, its step, the line
+ * skip and the lines' end in one chain of single loads (a load after a load takes a cycle: 2 cycles a line fewer
+ * than three pairs), the lines of three reading their kernel lines at fixed offsets (a plane line of three is
+ * always MCU_DWPL_LINE3_S bytes: no address steps among the MACs). */
+#define MCU_DWPL_CHANNEL6P                                                                    \
+    MCU_DWPL_MACS6                                                                            \
+    "ldr r1, [r12, #40]\n\t"                                                                  \
+    "ldr lr, [r12, #44]\n\t"                                                                  \
+    "ldr r3, [r12]\n\t"                                                                       \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "ldr r5, [r12, #68]\n\t"                                                                  \
+    "ldr r2, [r12, #8]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                     \
+    "add r1, r3, r4, lsl #1\n\t"                                                              \
+    "add lr, r3, r4, lsl #2\n\t"                                                              \
+    "strb r6, [r3]\n\t"                                                                       \
+    "strb r7, [r3, r4]\n\t"                                                                   \
+    "strb r8, [r1]\n\t"                                                                       \
+    "strb r9, [r1, r4]\n\t"                                                                   \
+    "strb r10, [lr]\n\t"                                                                      \
+    "strb r11, [lr, r4]\n\t"                                                                  \
+    "add r3, lr, r4, lsl #1\n\t"                                                              \
+    "add r3, r3, r5\n\t"                                                                      \
+    "add r0, r0, #" MCU_DWPL_LINE6_S "\n\t"                                                   \
+    "str r3, [r12]\n\t"                                                                       \
+    "cmp r0, r2\n\t"                                                                          \
+    "bne 1b\n\t" MCU_DWPL_NEXT_CH("1b")
+#define MCU_DWPL_LD3F(wofs, x)                                                                \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r4, [r0, #" x "]\n\t"                                                                \
+    "ldr r5, [r0, #" x " + 4]\n\t"                                                            \
+    "ldr r6, [r0, #" x " + 8]\n\t"
+#define MCU_DWPL_CHANNEL3P                                                                    \
+    "0:\n\t"                                                                                  \
+    "ldr r7, [r12]\n\t"                                                                       \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD3F("12", "0") MCU_DWPL_MAC3_0("")                      \
+        MCU_DWPL_LD3F("20", MCU_DWPL_LINE3_S) MCU_DWPL_MAC3("")                                \
+            MCU_DWPL_LD3F("28", "2 * " MCU_DWPL_LINE3_S) MCU_DWPL_MAC3("")                     \
+    "ldr r2, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr lr, [r12, #4]\n\t"                                                                   \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r5, [r12, #8]\n\t" MCU_DWPL_RQ3("")                                                  \
+    "add r4, r7, lr, lsl #1\n\t"                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "add r7, r4, lr\n\t"                                                                      \
+    "add r0, r0, #" MCU_DWPL_LINE3_S "\n\t"                                                   \
+    "add r7, r7, r11\n\t"                                                                     \
+    "cmp r0, r5\n\t"                                                                          \
+    "bne 1b\n\t" MCU_DWPL_NEXT_CH("0b")
 static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const int16_t *pos, int32_t line_bytes,
                                                                           mcu_dwpl_ch *t, int kind)
 {
@@ -1325,12 +1382,12 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     if (kind == 6) {
-        __asm__ volatile(MCU_DWPL_CHANNEL6
+        __asm__ volatile(MCU_DWPL_CHANNEL6P
                          : "+r"(r0), "+r"(r1), "+r"(r12)
                          :
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
     } else {
-        MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3(""));
+        MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3P);
     }
 }
 #undef MCU_DWPL_RQ
