@@ -538,7 +538,8 @@ typedef struct {
     uint32_t min4, max4; /* the activation bounds in four bytes each */
     int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
     int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
-    int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
+    int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first (MCU_DWPL_PACKED: from
+                          * a line's first output pixel to the next line's first) */
     int32_t lines;       /* lines left */
     int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
     int32_t next;        /* one-step lines (three, six): bytes from end to the next channel's plane (t + 1) */
@@ -1322,7 +1323,7 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const 
 #define MCU_DWPL_SAT8(a) "ssat " a ", #8, " a ", asr #13\n\t"
 _Static_assert(MCU_DWPL_PACKED_SCALE - 1 == 13, "MCU_DWPL_SAT8's shift (MCU_DWPL_PACKED)");
 /* The packed one-step lines' own loops: the requantization's constants, the output pointer, its step, the line
- * skip and the lines' end in one chain of single loads (a load after a load takes a cycle: 2 cycles a line fewer
+ * skip (t->yskip: here from a line's first output pixel to the next's) and the lines' end in one chain of single loads (a load after a load takes a cycle: 2 cycles a line fewer
  * than three pairs), the lines of three reading their kernel lines at fixed offsets (a plane line of three is
  * always MCU_DWPL_LINE3_S bytes: no address steps among the MACs). */
 #define MCU_DWPL_CHANNEL6P                                                                    \
@@ -1341,7 +1342,6 @@ _Static_assert(MCU_DWPL_PACKED_SCALE - 1 == 13, "MCU_DWPL_SAT8's shift (MCU_DWPL
     "strb r9, [r1, r4]\n\t"                                                                   \
     "strb r10, [lr]\n\t"                                                                      \
     "strb r11, [lr, r4]\n\t"                                                                  \
-    "add r3, lr, r4, lsl #1\n\t"                                                              \
     "add r3, r3, r5\n\t"                                                                      \
     "add r0, r0, #" MCU_DWPL_LINE6_S "\n\t"                                                   \
     "str r3, [r12]\n\t"                                                                       \
@@ -1370,7 +1370,6 @@ _Static_assert(MCU_DWPL_PACKED_SCALE - 1 == 13, "MCU_DWPL_SAT8's shift (MCU_DWPL
     "strb r8, [r7]\n\t"                                                                       \
     "strb r9, [r7, lr]\n\t"                                                                   \
     "strb r10, [r4]\n\t"                                                                      \
-    "add r7, r4, lr\n\t"                                                                      \
     "add r0, r0, #" MCU_DWPL_LINE3_S "\n\t"                                                   \
     "add r7, r7, r11\n\t"                                                                     \
     "cmp r0, r5\n\t"                                                                          \
@@ -1463,9 +1462,10 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
                 for (int32_t k = 0; k < kind; ++k) {
                     s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
                 }
+                int8_t *first = t->y;
                 mcu_dwpl_put_out(t, s, kind, clamp);
                 pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
-                t->y += t->yskip;
+                t->y = clamp == MCU_DWPL_PACKED ? first + t->yskip : t->y + t->yskip;
             }
             if (!t->more) {
                 return;
@@ -1644,7 +1644,8 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     /* one-step lines: the position at a line's start, the next line a plane line on */
-    mcu_dwpl_ch_layer(t, step, g->len, g->cols * 2, (int32_t)line_step - g->len * step, act_min, act_max);
+    mcu_dwpl_ch_layer(t, step, g->len, g->cols * 2, (int32_t)line_step - (clamp == MCU_DWPL_PACKED ? 0 : g->len * step),
+                      act_min, act_max);
     for (int32_t j = 0; j < 4; ++j) {
         t[j].more = j < 3;
     }
