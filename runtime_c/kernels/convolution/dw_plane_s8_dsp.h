@@ -348,8 +348,8 @@ _Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fi
 
 /* The fill's entry: a in lr, the four plane pointers in r0, r4-r6, the input in r2, its step in r3, the offset
  * pair in r7. */
-#define MCU_DWPL_FILL_ENTRY                                                                   \
-    "push {r4-r11, lr}\n\t"                                                                  \
+#define MCU_DWPL_FILL_ENTRY "push {r4-r11, lr}\n\t" MCU_DWPL_FILL_SETUP
+#define MCU_DWPL_FILL_SETUP                                                                   \
     "mov lr, r0\n\t"                                                                         \
     "ldm lr, {r0, r1, r2, r3}\n\t"                                                           \
     "ldr r7, [lr, #20]\n\t"                                                                  \
@@ -403,7 +403,11 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
  * pixel alone, two pairs and a pixel alone), straight, the line count in r1 and the planes' step in r12:
  * mcu_dwpl_fill_lines's tests of the pixels alone and its pair loop's set-up cost a line 8 instructions. */
 #define MCU_DWPL_FILL_STRAIGHT(line)                                                          \
-    MCU_DWPL_FILL_ENTRY                                                                       \
+    MCU_DWPL_FILL_ENTRY MCU_DWPL_FILL_STRAIGHT_LINES(line) "pop {r4-r11, pc}\n\t"
+/* The same lines without the call (a in r0, every other register but sp overwritten): mcu_dwpl_layer_packed's
+ * group fills, where the call's saved registers cost about 25 cycles a group. */
+#define MCU_DWPL_FILL_STRAIGHT_LINES(line)                                                    \
+    MCU_DWPL_FILL_SETUP                                                                       \
     "ldr r1, [lr, #24]\n\t"                                                                  \
     "ldr r12, [lr, #28]\n\t" /* dskip, held: a line's end loads sskip alone */               \
     ".p2align 2\n\t"                                                                         \
@@ -416,8 +420,7 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
     "add r2, r2, r8\n\t"                                                                     \
     "subs r1, r1, #1\n\t"                                                                    \
     "bne 1b\n\t"                                                                             \
-    "str r1, [lr, #24]\n\t"                                                                  \
-    "pop {r4-r11, pc}\n\t"
+    "str r1, [lr, #24]\n\t"
 static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines6(mcu_dwpl_fill_args *a)
 {
     (void)a; /* in r0 */
@@ -1696,7 +1699,31 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                 t[j].lines = g->lines; /* the C lines count it down */
             }
 #endif
-            mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
+#if MCU_S8_DSP_NATIVE
+            if (fill.shape == 6 || fill.shape == 3) {
+                fill.d = planes + pad_across * g->cols + fill.pad_along;
+                fill.s = xb + c;
+                fill.lines = g->lines;
+                register mcu_dwpl_fill_args *a0 __asm__("r0") = &fill;
+                if (fill.shape == 6) {
+                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
+                                                                      MCU_DWPL_FILL_ONE)
+                                     : "+r"(a0)
+                                     :
+                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
+                                       "cc", "memory");
+                } else {
+                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR)
+                                     : "+r"(a0)
+                                     :
+                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
+                                       "cc", "memory");
+                }
+            } else
+#endif
+            {
+                mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
+            }
             /* the forms spelt out, so that only their loops are expanded (a ReLU layer's words are scaled, or
              * doubled for the signed loops: mcu_depthwise_conv2d_s8_planes passes no MCU_DWPL_RELU) */
             const int form = clamp == MCU_DWPL_PACKED ? MCU_DWPL_PACKED : clamp == MCU_DWPL_CLAMP ? MCU_DWPL_CLAMP
