@@ -403,7 +403,7 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
  * pixel alone, two pairs and a pixel alone), straight, the line count in r1 and the planes' step in r12:
  * mcu_dwpl_fill_lines's tests of the pixels alone and its pair loop's set-up cost a line 8 instructions. */
 #define MCU_DWPL_FILL_STRAIGHT(line)                                                          \
-    MCU_DWPL_FILL_ENTRY MCU_DWPL_FILL_STRAIGHT_LINES(line) "pop {r4-r11, pc}\n\t"
+    "push {r4-r11, lr}\n\t" MCU_DWPL_FILL_STRAIGHT_LINES(line) "pop {r4-r11, pc}\n\t"
 /* The same lines without the call (a in r0, every other register but sp overwritten): mcu_dwpl_layer_packed's
  * group fills, where the call's saved registers cost about 25 cycles a group. */
 #define MCU_DWPL_FILL_STRAIGHT_LINES(line)                                                    \
