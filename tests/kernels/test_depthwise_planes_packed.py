@@ -48,7 +48,7 @@ def _check(lib, x, wt, b, m, s, params):
     """Packed as the backend packs them (wt: (3, 3, c)), run, against the reference."""
     h, w = x.shape[1:3]
     words = dwpack.pack(wt.transpose(2, 0, 1), b.astype(np.int64), m, s, params["output_offset"],
-                        dwpack.lines_of(h, w)[0])
+                        dwpack.lines_of(h, w)[0], (params["act_min"], params["act_max"]))
     status, out = _run(lib, x, words, params)
     assert status == MCU_OK
     base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, s, **params))
@@ -110,7 +110,7 @@ def test_packed_planes_refuse_other_layers(emulated):
     x = rng.integers(-128, 128, (1, 3, 6, c), dtype=np.int8)
     wt = rng.integers(-127, 128, (3, 3, c), dtype=np.int8)
     m, s = np.full(c, 2**30, dtype=np.int32), np.full(c, -7, dtype=np.int32)
-    words = dwpack.pack(wt.transpose(2, 0, 1), np.zeros(c, dtype=np.int64), m, s, 3, False)
+    words = dwpack.pack(wt.transpose(2, 0, 1), np.zeros(c, dtype=np.int64), m, s, 3, False, (-128, 127))
     params = _params(x, 1, 1, 0, 3, (-128, 127))
     assert _run(emulated, x, words, params)[0] == MCU_OK
     bad_magic, other_c = words.copy(), words.copy()
@@ -124,3 +124,44 @@ def test_packed_planes_refuse_other_layers(emulated):
     for xs, p in ((x5, _params(x5, 1, 1, 0, 3, (-128, 127))), (x, _params(x, 1, 1, 0, 3, (-100, 127)))):
         status, out = _run(emulated, xs, words, p)
         assert status == MCU_ERR_UNSUPPORTED and np.array_equal(out, xs)
+
+
+@pytest.mark.parametrize("r", [dwpack.SCALE - 8, dwpack.SCALE - 2, dwpack.SCALE - 1, dwpack.SCALE - 9])
+@pytest.mark.parametrize("hw", [(3, 3), (4, 6)])
+def test_packed_planes_scaled_form_at_its_bounds(emulated, r, hw):
+    """The scaled form (a ReLU folded into the range) at both ends of its shifts and one past either, where the
+    packer takes the doubled form instead; the largest bias it scales and one past it; extreme inputs and weights.
+    Every one bit-exact, the form as the bounds say."""
+    c = 8
+    rng = np.random.default_rng(r * 10 + hw[0])
+    x = rng.choice(np.array([-128, 127], dtype=np.int8), size=(1, *hw, c))
+    wt = rng.choice(np.array([-128, 127], dtype=np.int8), size=(3, 3, c))
+    m = np.array([2**31 - 1, 2**30, 2**31 - 1, 0, 2**31 - 1, 2**30 + 12345, 2**31 - 1, 2**31 - 1], dtype=np.int32)
+    s = np.full(c, -r, dtype=np.int32)
+    fits = dwpack.SCALE - 8 <= r <= dwpack.SCALE - 2
+    edge = (2**31 >> (dwpack.SCALE - r)) - 1 - dwpack.WINDOW_MAX if fits else 2**20
+    relu = (-128, 127)
+    for b in (np.array([edge, -edge, edge, -edge, 3, -3, edge, 0], dtype=np.int64),
+              np.array([edge + 1, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64)):
+        scaled = fits and b[0] == edge
+        assert dwpack.scaled_fits(b, s, -128, relu) == scaled
+        assert not dwpack.scaled_fits(b, s, -127, relu) and not dwpack.scaled_fits(b, s, -128, (-128, 126))
+        words = dwpack.pack(wt.transpose(2, 0, 1), b, m, s, -128, False, relu)
+        assert (words[0] == np.int32(dwpack.MAGIC_SCALED)) == scaled
+        for in_zp in (-128, 127):
+            _check(emulated, x, wt, b.astype(np.int32), m, s, _params(x, 1, 1, in_zp, -128, relu))
+
+
+def test_packed_planes_scaled_words_refused_off_a_relu(emulated):
+    """Scaled words name a ReLU folded into the range: another output offset or a clamped range is refused."""
+    c = 4
+    x = np.arange(-60, -60 + 4 * 6 * c, dtype=np.int8).reshape(1, 4, 6, c)
+    wt = np.full((3, 3, c), 3, dtype=np.int8)
+    m, s = np.full(c, 2**30, dtype=np.int32), np.full(c, -8, dtype=np.int32)
+    words = dwpack.pack(wt.transpose(2, 0, 1), np.zeros(c, dtype=np.int64), m, s, -128, False, (-128, 127))
+    assert words[0] == np.int32(dwpack.MAGIC_SCALED)
+    params = _params(x, 1, 1, 0, -128, (-128, 127))
+    assert _run(emulated, x, words, params)[0] == MCU_OK
+    for bad, p in ((words, dict(params, act_min=-127)), (words, dict(params, act_max=100))):
+        status, out = _run(emulated, x, bad, p)
+        assert status == MCU_ERR_INVALID_ARG and np.array_equal(out, x)

@@ -188,7 +188,7 @@ def _program() -> str:
         base = 8192  # input offset in the arena; an overlapping output starts delta bytes from it
         if mode == "packed":
             words = dwpack.pack(wt.transpose(2, 0, 1), b.astype(np.int64), m, sh, p["output_offset"],
-                                dwpack.lines_of(x.shape[1], x.shape[2])[0])
+                                dwpack.lines_of(x.shape[1], x.shape[2])[0], (p["act_min"], p["act_max"]))
             out.append(c_array(f"k{k}", "int32_t", words))
             call = (f"memcpy(arena, x{k}, {nx});\n"
                     f"    st = mcu_depthwise_conv2d_s8_planes(&p, arena, k{k});\n"

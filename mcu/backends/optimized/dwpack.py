@@ -27,6 +27,8 @@ from mcu.plan.contracts import depthwise_inplace_ok
 FUNCTION = "mcu_depthwise_conv2d_s8_planes"
 SOURCE = "mcu_depthwise_conv2d_s8_planes.c"
 MAGIC = 0x5057554D  # MCU_DWPL_MAGIC
+MAGIC_SCALED = 0x5357554D  # MCU_DWPL_MAGIC_SCALED
+SCALE = 14  # MCU_DWPL_PACKED_SCALE: a scaled channel's weights and bias times 2^(SCALE - R)
 HEADER_WORDS = 3  # MCU_DWPL_HEADER_WORDS: magic, channels, output offset
 CHANNEL_WORDS = 10  # MCU_DWPL_PACKED_WORDS: six weight words, bias, multiplier, C, R
 PLANE_BYTES = 3584  # MCU_DWPL_BYTES of the Arm builds: the four planes of a group on the stack
@@ -64,22 +66,41 @@ def quant_fits(bias: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, outp
     return bool(np.all(a < 2**30) and np.all(hi < 2**31))
 
 
+def scaled_fits(bias: np.ndarray, shift: np.ndarray, output_offset: int, act: tuple[int, int]) -> bool:
+    """The scaled form serves the layer: a ReLU folded into the range (all of int8, output offset -128: no sign
+    correction), every R in [SCALE - 8, SCALE - 2] (e = SCALE - R in [2, 8]: the weights times 2^e stay int16,
+    2^(e-2) an integer), the scaled accumulator 2^e (|bias| + WINDOW_MAX) below 2^31."""
+    if output_offset != -128 or act[0] > -128 or act[1] < 127:
+        return False
+    e = SCALE + shift.astype(np.int64)
+    if np.any(e < 2) or np.any(e > 8):
+        return False
+    return bool(np.all((np.abs(bias.astype(np.int64)) + WINDOW_MAX) << e < 2**31))
+
+
 def pack(w: np.ndarray, bias: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, output_offset: int,
-         transposed: bool) -> np.ndarray:
-    """The words mcu_depthwise_conv2d_s8_planes reads: the header, then per channel its kernel lines' doubled
-    lane pairs (2 w_i0 | 2 w_i1 << 16, 2 w_i1 | 2 w_i2 << 16; line i the taps (i, j), or (j, i) for transposed
-    planes), 2 bias, the multiplier, C = (2 output_offset + 1) 2^(R-1), R. ``w``: (channels, 3, 3) int8."""
+         transposed: bool, act: tuple[int, int]) -> np.ndarray:
+    """The words mcu_depthwise_conv2d_s8_planes reads: the header, then per channel its kernel lines' lane pairs
+    times f (f w_i0 | f w_i1 << 16, f w_i1 | f w_i2 << 16; line i the taps (i, j), or (j, i) for transposed
+    planes), f bias, the multiplier, C, R. Where ``scaled_fits`` (``act``: the activation range) the scaled form
+    (MAGIC_SCALED): f = 2^e, e = SCALE - R, C = 2^(e-2) + (2 output_offset + 1) 2^(SCALE-2), an output SMMLA and
+    SSAT's shift; else f = 2 and C = (2 output_offset + 1) 2^(R-1). ``w``: (channels, 3, 3) int8."""
+    scaled = scaled_fits(bias, shift, output_offset, act)
     taps = w.astype(np.int64).transpose(0, 2, 1) if transposed else w.astype(np.int64)
-    lanes = (2 * taps) & 0xFFFF
+    r = -shift.astype(np.int64)
+    f = np.int64(1) << (SCALE - r) if scaled else np.full(r.shape, 2, dtype=np.int64)
+    lanes = (f[:, None, None] * taps) & 0xFFFF
     words = np.empty((w.shape[0], CHANNEL_WORDS), dtype=np.int64)
     words[:, 0:6:2] = lanes[:, :, 0] | lanes[:, :, 1] << 16
     words[:, 1:6:2] = lanes[:, :, 1] | lanes[:, :, 2] << 16
-    r = -shift.astype(np.int64)
-    words[:, 6] = 2 * bias.astype(np.int64)
+    words[:, 6] = f * bias.astype(np.int64)
     words[:, 7] = multiplier.astype(np.int64)
-    words[:, 8] = (2 * output_offset + 1) * (np.int64(1) << (r - 1))
+    if scaled:
+        words[:, 8] = (f >> 2) + (2 * output_offset + 1) * (1 << (SCALE - 2))
+    else:
+        words[:, 8] = (2 * output_offset + 1) * (np.int64(1) << (r - 1))
     words[:, 9] = r
-    head = np.array([MAGIC, w.shape[0], output_offset], dtype=np.int64)
+    head = np.array([MAGIC_SCALED if scaled else MAGIC, w.shape[0], output_offset], dtype=np.int64)
     flat = np.concatenate([head, words.reshape(-1)]) & 0xFFFFFFFF
     return flat.astype(np.uint32).view(np.int32)
 
@@ -128,7 +149,8 @@ def packed_tensor(op: Op) -> Tensor:
     consts = _constants(op)
     assert consts is not None
     _, _, h, w = op.inputs[0].shape
-    data = pack(*consts, int(op.attrs["output_offset"]), lines_of(h, w)[0])
+    data = pack(*consts, int(op.attrs["output_offset"]), lines_of(h, w)[0],
+                (int(op.attrs["act_min"]), int(op.attrs["act_max"])))
     t = Tensor(name=f"{op.inputs[1].name}_planes", shape=(data.size,), dtype="int32", data=data)
     op.attrs["planes_packed"] = t
     return t

@@ -358,6 +358,11 @@ int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
  * M3 and M55, and a host build of a firmware's generated C) compute the same layer from the same words, a channel
  * at a time, for images of at most MCU_DWPL_PLAIN_PIXELS pixels. Bit-exact with mcu_depthwise_conv2d_s8. */
 #define MCU_DWPL_MAGIC 0x5057554D /* "MUWP" read as a little-endian word */
+/* The scaled form, for layers whose range is all of int8 and output offset -128 (a ReLU folded into the range):
+ * the weights and the bias times 2^e instead of 2, e = MCU_DWPL_PACKED_SCALE - R in [2, 8], the ninth word
+ * 2^(e-2) + (2 output_offset + 1) 2^(MCU_DWPL_PACKED_SCALE - 2): an output is SMMLA and SSAT's shift. */
+#define MCU_DWPL_MAGIC_SCALED 0x5357554D /* "MUWS" */
+#define MCU_DWPL_PACKED_SCALE 14
 #define MCU_DWPL_HEADER_WORDS 3
 #define MCU_DWPL_PACKED_WORDS 10
 #define MCU_DWPL_PLAIN_PIXELS 1024

@@ -81,7 +81,10 @@
  * most C, so the output at most floor(C / 2^R) = output_offset = -128, as is the exact one: SSAT makes
  * both -128. mobilenet_v1 on mps2-an505-u575: its thirteen depthwise layers about 90 k fewer estimated
  * cycles. */
-enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED };
+enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU, MCU_DWPL_SCALED, MCU_DWPL_PACKED };
+/* MCU_DWPL_PACKED: MCU_DWPL_SCALED's requantization with MCU_DWPL_PACKED_SCALE (mcu/kernels_s8.h) for the packed
+ * one-step lines (mcu_dwpl_layer_packed), whose weights the packer scaled: one shift less, so that R from 6 on fits
+ * (e <= 8), as in mobilenet_v1's first 6 x 6 layer. */
 /* MCU_DWPL_SCALED: a RELU layer whose channels' accumulators are scaled by 2^e, e = MCU_DWPL_SCALE - R (R the
  * channel's right shift), in the weights and the bias of its group (mcu_dwpl_group_init_s1), so that every
  * channel's requantization is SMMLA and SSAT with one shift, MCU_DWPL_SCALE - 1, in the SSAT (the pointwise
@@ -345,8 +348,8 @@ _Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fi
 
 /* The fill's entry: a in lr, the four plane pointers in r0, r4-r6, the input in r2, its step in r3, the offset
  * pair in r7. */
-#define MCU_DWPL_FILL_ENTRY                                                                   \
-    "push {r4-r11, lr}\n\t"                                                                  \
+#define MCU_DWPL_FILL_ENTRY "push {r4-r11, lr}\n\t" MCU_DWPL_FILL_SETUP
+#define MCU_DWPL_FILL_SETUP                                                                   \
     "mov lr, r0\n\t"                                                                         \
     "ldm lr, {r0, r1, r2, r3}\n\t"                                                           \
     "ldr r7, [lr, #20]\n\t"                                                                  \
@@ -400,7 +403,11 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
  * pixel alone, two pairs and a pixel alone), straight, the line count in r1 and the planes' step in r12:
  * mcu_dwpl_fill_lines's tests of the pixels alone and its pair loop's set-up cost a line 8 instructions. */
 #define MCU_DWPL_FILL_STRAIGHT(line)                                                          \
-    MCU_DWPL_FILL_ENTRY                                                                       \
+    "push {r4-r11, lr}\n\t" MCU_DWPL_FILL_STRAIGHT_LINES(line) "pop {r4-r11, pc}\n\t"
+/* The same lines without the call (a in r0, every other register but sp overwritten): mcu_dwpl_layer_packed's
+ * group fills, where the call's saved registers cost about 25 cycles a group. */
+#define MCU_DWPL_FILL_STRAIGHT_LINES(line)                                                    \
+    MCU_DWPL_FILL_SETUP                                                                       \
     "ldr r1, [lr, #24]\n\t"                                                                  \
     "ldr r12, [lr, #28]\n\t" /* dskip, held: a line's end loads sskip alone */               \
     ".p2align 2\n\t"                                                                         \
@@ -413,8 +420,7 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
     "add r2, r2, r8\n\t"                                                                     \
     "subs r1, r1, #1\n\t"                                                                    \
     "bne 1b\n\t"                                                                             \
-    "str r1, [lr, #24]\n\t"                                                                  \
-    "pop {r4-r11, pc}\n\t"
+    "str r1, [lr, #24]\n\t"
 static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines6(mcu_dwpl_fill_args *a)
 {
     (void)a; /* in r0 */
@@ -535,7 +541,8 @@ typedef struct {
     uint32_t min4, max4; /* the activation bounds in four bytes each */
     int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
     int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
-    int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
+    int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first (MCU_DWPL_PACKED: from
+                          * a line's first output pixel to the next line's first) */
     int32_t lines;       /* lines left */
     int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
     int32_t next;        /* one-step lines (three, six): bytes from end to the next channel's plane (t + 1) */
@@ -563,10 +570,10 @@ static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s, int relu)
  * floor((2 acc m + 2^31 + C0 2^32) / 2^(32+R)), C0 = (2 output_offset + 1) 2^(R-1); above and below times 2^(e-1)
  * (e - 1 + R = 14) it is floor((s m + C 2^32) / 2^46) with C = 2^(e-2) + (2 output_offset + 1) 2^13: SMMLA's
  * high word (the low word dropped, a floor) and SSAT's ASR #14, the same bits. */
-static inline int32_t mcu_dwpl_rq_scaled(const mcu_dwpl_ch *t, uint32_t s)
+static inline int32_t mcu_dwpl_rq_scaled(const mcu_dwpl_ch *t, uint32_t s, int32_t scale)
 {
     const uint32_t hi = (uint32_t)t->c + (uint32_t)mcu_asr64((int64_t)mcu_u32_to_s32(s) * t->m, 32);
-    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), MCU_DWPL_SCALE - 1), -128, 127);
+    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), scale - 1), -128, 127);
 }
 
 /* The lanes of v times those of f (their products fit int16: SMULBB, SMULTT, PKHBT). */
@@ -1050,7 +1057,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
-#define MCU_DWPL_CHANNEL6                                                                     \
+/* The MACs of a line of six: the bias, three kernel lines' loads and twelve MACs each, onto r6-r11. */
+#define MCU_DWPL_MACS6                                                                        \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12", "0")                                           \
@@ -1066,7 +1074,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "smlad r9, r4, r1, r9\n\t"                                                                \
     "smlabt r10, r5, r1, r10\n\t"                                                             \
     "smlad r11, r5, r1, r11\n\t" MCU_DWPL_LD6("20", MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")            \
-        MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                        \
+        MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")
+#define MCU_DWPL_CHANNEL6                                                                     \
+    MCU_DWPL_MACS6                                                                            \
     "ldr r1, [r12, #40]\n\t"                                                                  \
     "ldr lr, [r12, #44]\n\t"                                                                  \
     MCU_DWPL_LD_R("r2") MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
@@ -1311,6 +1321,77 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const 
         MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);
     }
 }
+#undef MCU_DWPL_SAT8
+/* The loops of the packed one-step lines' scaled form (MCU_DWPL_PACKED): SSAT's shift MCU_DWPL_PACKED_SCALE - 1. */
+#define MCU_DWPL_SAT8(a) "ssat " a ", #8, " a ", asr #13\n\t"
+_Static_assert(MCU_DWPL_PACKED_SCALE - 1 == 13, "MCU_DWPL_SAT8's shift (MCU_DWPL_PACKED)");
+/* The packed one-step lines' own loops: the requantization's constants, the output pointer, its step, the line
+ * skip (t->yskip: here from a line's first output pixel to the next's) and the lines' end in one chain of single loads (a load after a load takes a cycle: 2 cycles a line fewer
+ * than three pairs), the lines of three reading their kernel lines at fixed offsets (a plane line of three is
+ * always MCU_DWPL_LINE3_S bytes: no address steps among the MACs). */
+#define MCU_DWPL_CHANNEL6P                                                                    \
+    MCU_DWPL_MACS6                                                                            \
+    "ldr r1, [r12, #40]\n\t"                                                                  \
+    "ldr lr, [r12, #44]\n\t"                                                                  \
+    "ldr r3, [r12]\n\t"                                                                       \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "ldr r5, [r12, #68]\n\t"                                                                  \
+    "ldr r2, [r12, #8]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                     \
+    "add r1, r3, r4, lsl #1\n\t"                                                              \
+    "add lr, r3, r4, lsl #2\n\t"                                                              \
+    "strb r6, [r3]\n\t"                                                                       \
+    "strb r7, [r3, r4]\n\t"                                                                   \
+    "strb r8, [r1]\n\t"                                                                       \
+    "strb r9, [r1, r4]\n\t"                                                                   \
+    "strb r10, [lr]\n\t"                                                                      \
+    "strb r11, [lr, r4]\n\t"                                                                  \
+    "add r3, r3, r5\n\t"                                                                      \
+    "add r0, r0, #" MCU_DWPL_LINE6_S "\n\t"                                                   \
+    "str r3, [r12]\n\t"                                                                       \
+    "cmp r0, r2\n\t"                                                                          \
+    "bne 1b\n\t" MCU_DWPL_NEXT_CH("1b")
+#define MCU_DWPL_LD3F(wofs, x)                                                                \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r4, [r0, #" x "]\n\t"                                                                \
+    "ldr r5, [r0, #" x " + 4]\n\t"                                                            \
+    "ldr r6, [r0, #" x " + 8]\n\t"
+#define MCU_DWPL_CHANNEL3P                                                                    \
+    "0:\n\t"                                                                                  \
+    "ldr r7, [r12]\n\t"                                                                       \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD3F("12", "0") MCU_DWPL_MAC3_0("")                      \
+        MCU_DWPL_LD3F("20", MCU_DWPL_LINE3_S) MCU_DWPL_MAC3("")                                \
+            MCU_DWPL_LD3F("28", "2 * " MCU_DWPL_LINE3_S) MCU_DWPL_MAC3("")                     \
+    "ldr r2, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr lr, [r12, #4]\n\t"                                                                   \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r5, [r12, #8]\n\t" MCU_DWPL_RQ3("")                                                  \
+    "add r4, r7, lr, lsl #1\n\t"                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "add r0, r0, #" MCU_DWPL_LINE3_S "\n\t"                                                   \
+    "add r7, r7, r11\n\t"                                                                     \
+    "cmp r0, r5\n\t"                                                                          \
+    "bne 1b\n\t" MCU_DWPL_NEXT_CH("0b")
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const int16_t *pos, int32_t line_bytes,
+                                                                          mcu_dwpl_ch *t, int kind)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (kind == 6) {
+        __asm__ volatile(MCU_DWPL_CHANNEL6P
+                         : "+r"(r0), "+r"(r1), "+r"(r12)
+                         :
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3P);
+    }
+}
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
 #undef MCU_DWPL_RQS
@@ -1336,6 +1417,10 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel(const int16_t
         mcu_dwpl_channel_scaled(pos, line_bytes, t, kind);
         return;
     }
+    if (clamp == MCU_DWPL_PACKED) {
+        mcu_dwpl_channel_packed(pos, line_bytes, t, kind);
+        return;
+    }
     MCU_DWPL_CHANNEL_BODY(clamp);
 }
 #else
@@ -1358,8 +1443,9 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 {
     const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (int32_t k = 0; k < n; ++k, t->y += t->step) {
-        int32_t v = clamp == MCU_DWPL_SCALED ? mcu_dwpl_rq_scaled(t, s[k])
-                                             : mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
+        int32_t v = clamp == MCU_DWPL_SCALED   ? mcu_dwpl_rq_scaled(t, s[k], MCU_DWPL_SCALE)
+                    : clamp == MCU_DWPL_PACKED ? mcu_dwpl_rq_scaled(t, s[k], MCU_DWPL_PACKED_SCALE)
+                                               : mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
         if (clamp == MCU_DWPL_CLAMP) {
             v = v < lo ? lo : v > hi ? hi : v;
         }
@@ -1379,9 +1465,10 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
                 for (int32_t k = 0; k < kind; ++k) {
                     s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
                 }
+                int8_t *first = t->y;
                 mcu_dwpl_put_out(t, s, kind, clamp);
                 pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
-                t->y += t->yskip;
+                t->y = clamp == MCU_DWPL_PACKED ? first + t->yskip : t->y + t->yskip;
             }
             if (!t->more) {
                 return;
@@ -1560,32 +1647,46 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     /* one-step lines: the position at a line's start, the next line a plane line on */
-    mcu_dwpl_ch_layer(t, step, g->len, g->cols * 2, (int32_t)line_step - g->len * step, act_min, act_max);
+    mcu_dwpl_ch_layer(t, step, g->len, g->cols * 2, (int32_t)line_step - (clamp == MCU_DWPL_PACKED ? 0 : g->len * step),
+                      act_min, act_max);
     for (int32_t j = 0; j < 4; ++j) {
         t[j].more = j < 3;
     }
     const int32_t ends = g->lines * g->cols; /* the position after the band's last line */
     const int32_t next = (g->plane - ends) * 2;
+    /* the fields the one-step lines' assembly only reads, the same for every group */
+    for (int32_t j = 0; j < 4; ++j) {
+        t[j].end = planes + ends + j * g->plane;
+        t[j].lines = g->lines;
+        t[j].next = next;
+    }
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
         const uint32_t *kc = k;
         for (int32_t c = 0; c < ch; c += 4) {
             int8_t *yk = yb + c;
-            const int16_t *ek = planes + ends;
-            for (int32_t j = 0; j < 4; ++j, ++yk, ek += g->plane) {
 #if MCU_S8_DSP_NATIVE
-                /* w[0 .. 5], bias, m, c, sh: ten words at offset 12 (the _Static_assert above), two LDM and two
-                 * STM of five (a load and a store a word, GCC's copy, cost 28 instructions a channel) */
-                uint32_t *d = t[j].w;
-                __asm__ volatile("ldmia %0!, {r1, r2, r3, r4, r5}\n\t"
-                                 "stmia %1!, {r1, r2, r3, r4, r5}\n\t"
-                                 "ldmia %0!, {r1, r2, r3, r4, r5}\n\t"
-                                 "stmia %1!, {r1, r2, r3, r4, r5}"
-                                 : "+r"(kc), "+r"(d)
-                                 :
-                                 : "r1", "r2", "r3", "r4", "r5", "memory");
+            /* per channel its output pointer (t->y, 12 bytes before t->w) and w[0 .. 5], bias, m, c, sh: ten words
+             * at offset 12 (the _Static_assert above) by two LDM and two STM of five, the four channels in one
+             * block (a C loop of the copies reloaded the group's fields at each: 48 cycles a channel, now 37) */
+            uint32_t *d = t[0].w;
+#define MCU_DWPL_COPY_CH                                                                      \
+    "str %2, [%1, #-12]\n\t"                                                                 \
+    "ldmia %0!, {r1, r2, r3, r4, r5}\n\t"                                                    \
+    "stmia %1!, {r1, r2, r3, r4, r5}\n\t"                                                    \
+    "ldmia %0!, {r1, r2, r3, r4, r5}\n\t"                                                    \
+    "stmia %1!, {r1, r2, r3, r4, r5}\n\t"                                                    \
+    "adds %2, %2, #1\n\t"                                                                    \
+    "adds %1, %1, #48\n\t" /* sizeof (mcu_dwpl_ch) - 40 */
+            _Static_assert(sizeof(mcu_dwpl_ch) == 88, "MCU_DWPL_COPY_CH's step");
+            __asm__ volatile(MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH
+                             : "+r"(kc), "+r"(d), "+r"(yk)
+                             :
+                             : "r1", "r2", "r3", "r4", "r5", "cc", "memory");
+#undef MCU_DWPL_COPY_CH
 #else
+            for (int32_t j = 0; j < 4; ++j, ++yk) {
                 for (int32_t i = 0; i < 6; ++i) {
                     t[j].w[i] = kc[i];
                 }
@@ -1594,17 +1695,43 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                 t[j].c = mcu_u32_to_s32(kc[8]);
                 t[j].sh = mcu_u32_to_s32(kc[9]);
                 kc += MCU_DWPL_PACKED_WORDS;
-#endif
                 t[j].y = yk;
-                t[j].end = ek;
-                t[j].lines = g->lines;
-                t[j].next = next;
+                t[j].lines = g->lines; /* the C lines count it down */
             }
-            mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
+#endif
+#if MCU_S8_DSP_NATIVE
+            if (fill.shape == 6 || fill.shape == 3) {
+                fill.d = planes + pad_across * g->cols + fill.pad_along;
+                fill.s = xb + c;
+                fill.lines = g->lines;
+                register mcu_dwpl_fill_args *a0 __asm__("r0") = &fill;
+                if (fill.shape == 6) {
+                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
+                                                                      MCU_DWPL_FILL_ONE)
+                                     : "+r"(a0)
+                                     :
+                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
+                                       "cc", "memory");
+                } else {
+                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR)
+                                     : "+r"(a0)
+                                     :
+                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
+                                       "cc", "memory");
+                }
+            } else
+#endif
+            {
+                mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
+            }
+            /* the forms spelt out, so that only their loops are expanded (a ReLU layer's words are scaled, or
+             * doubled for the signed loops: mcu_depthwise_conv2d_s8_planes passes no MCU_DWPL_RELU) */
+            const int form = clamp == MCU_DWPL_PACKED ? MCU_DWPL_PACKED : clamp == MCU_DWPL_CLAMP ? MCU_DWPL_CLAMP
+                                                                                                : MCU_DWPL_SAT;
             if (kind == 3) {
-                mcu_dwpl_channel(planes, g->cols * 2, t, clamp, 3);
+                mcu_dwpl_channel(planes, g->cols * 2, t, form, 3);
             } else {
-                mcu_dwpl_channel(planes, g->cols * 2, t, clamp, 6);
+                mcu_dwpl_channel(planes, g->cols * 2, t, form, 6);
             }
         }
     }

@@ -18,16 +18,27 @@ static int32_t planes_lane(uint32_t word)
     return (int32_t)(word & 0xFFFFu) - (int32_t)((word & 0x8000u) << 1);
 }
 
+/* The scale of a channel's weights and bias in the words: 2, or 2^e for the scaled form (e = MCU_DWPL_PACKED_SCALE
+ * - R). */
+static int32_t planes_scale(const int32_t *k, int scaled)
+{
+    return scaled ? (int32_t)1 << (MCU_DWPL_PACKED_SCALE - k[9]) : 2;
+}
+
 /* The layer from the packed words without the planes: a channel at a time, from a copy of its image so that the
- * output may overwrite the input; the words hold doubled weights (exact halves), twice the bias, the multiplier
- * and R = -shift. Host builds of an Arm board's generated C run this, so the words must mean the same here. */
-static mcu_status planes_plain(const mcu_depthwise_conv2d_s8_params *p, int8_t *data, const int32_t *words)
+ * output may overwrite the input; the words hold the weights and the bias times 2 (or 2^e, scaled: exact
+ * multiples), the multiplier and R = -shift. Host builds of an Arm board's generated C run this, so the words must
+ * mean the same here. */
+static mcu_status planes_plain(const mcu_depthwise_conv2d_s8_params *p, int8_t *data, const int32_t *words,
+                               int scaled)
 {
     const mcu_shape4 in = p->input;
     MCU_REQUIRE((int64_t)in.h * in.w <= MCU_DWPL_PLAIN_PIXELS, MCU_ERR_UNSUPPORTED);
     for (int32_t c = 0; c < in.c; ++c) {
         const int32_t *k = words + (size_t)c * MCU_DWPL_PACKED_WORDS;
-        MCU_REQUIRE(k[7] >= 0 && k[9] >= 1 && k[9] <= 31 && k[6] % 2 == 0, MCU_ERR_INVALID_ARG);
+        const int32_t r_min = scaled ? MCU_DWPL_PACKED_SCALE - 8 : 1, r_max = scaled ? MCU_DWPL_PACKED_SCALE - 2 : 31;
+        MCU_REQUIRE(k[7] >= 0 && k[9] >= r_min && k[9] <= r_max && k[6] % planes_scale(k, scaled) == 0,
+                    MCU_ERR_INVALID_ARG);
     }
     const int transposed = in.h > in.w; /* the planes' lines run along the longer side */
     const size_t pixels = (size_t)in.h * (size_t)in.w;
@@ -36,10 +47,11 @@ static mcu_status planes_plain(const mcu_depthwise_conv2d_s8_params *p, int8_t *
         int8_t *base = data + (size_t)n * pixels * (size_t)in.c;
         for (int32_t c = 0; c < in.c; ++c) {
             const int32_t *k = words + (size_t)c * MCU_DWPL_PACKED_WORDS;
+            const int32_t f = planes_scale(k, scaled);
             int32_t w[3][3];
             for (int i = 0; i < 3; ++i) {
-                const int32_t t[3] = {planes_lane((uint32_t)k[2 * i]) / 2, planes_lane((uint32_t)k[2 * i] >> 16) / 2,
-                                      planes_lane((uint32_t)k[2 * i + 1] >> 16) / 2};
+                const int32_t t[3] = {planes_lane((uint32_t)k[2 * i]) / f, planes_lane((uint32_t)k[2 * i] >> 16) / f,
+                                      planes_lane((uint32_t)k[2 * i + 1] >> 16) / f};
                 for (int j = 0; j < 3; ++j) {
                     w[transposed ? j : i][transposed ? i : j] = t[j];
                 }
@@ -49,7 +61,7 @@ static mcu_status planes_plain(const mcu_depthwise_conv2d_s8_params *p, int8_t *
             }
             for (int32_t y = 0; y < in.h; ++y) {
                 for (int32_t x = 0; x < in.w; ++x) {
-                    int32_t acc = k[6] / 2;
+                    int32_t acc = k[6] / f;
                     for (int32_t i = 0; i < 3; ++i) {
                         const int32_t iy = y - p->pad_top + i;
                         for (int32_t j = 0; j < 3; ++j) {
@@ -85,11 +97,16 @@ mcu_status mcu_depthwise_conv2d_s8_planes(const mcu_depthwise_conv2d_s8_params *
     MCU_REQUIRE(mcu_shape4_count(&in, 1) > 0 && out.n == in.n && out.h == in.h && out.w == in.w && out.c == in.c,
                 MCU_ERR_SHAPE);
     /* the words were packed for this layer: its channels and the output offset folded into them */
-    MCU_REQUIRE((uint32_t)packed[0] == MCU_DWPL_MAGIC && packed[1] == in.c && packed[2] == p->output_offset,
+    const int scaled = (uint32_t)packed[0] == MCU_DWPL_MAGIC_SCALED;
+    MCU_REQUIRE(((uint32_t)packed[0] == MCU_DWPL_MAGIC || scaled) && packed[1] == in.c &&
+                    packed[2] == p->output_offset,
+                MCU_ERR_INVALID_ARG);
+    /* the scaled words leave out the sign correction: a ReLU folded into the range only */
+    MCU_REQUIRE(!scaled || (p->act_min <= -128 && p->act_max >= 127 && p->output_offset == -128),
                 MCU_ERR_INVALID_ARG);
 #if MCU_S8_DSP && !MCU_S8_MVE
     mcu_dwpl_geom g;
-    const int clamp = mcu_dwpl_finish(p->act_min, p->act_max, p->output_offset);
+    const int clamp = scaled ? MCU_DWPL_PACKED : mcu_dwpl_finish(p->act_min, p->act_max, p->output_offset);
     const int ok = mcu_dwpl_geometry(&g, 3, 3, in.c, in.h, in.w) && g.band == g.lines;
     const int kind = ok ? MCU_DWPL_KIND(g.len, clamp) : 0;
     MCU_REQUIRE(kind == 3 || kind == 6, MCU_ERR_UNSUPPORTED);
@@ -98,6 +115,6 @@ mcu_status mcu_depthwise_conv2d_s8_planes(const mcu_depthwise_conv2d_s8_params *
                           data, data);
     return MCU_OK;
 #else
-    return planes_plain(p, data, packed + MCU_DWPL_HEADER_WORDS);
+    return planes_plain(p, data, packed + MCU_DWPL_HEADER_WORDS, scaled);
 #endif
 }
