@@ -1163,9 +1163,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
     "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
     "ldr r5, [r0, #" x " + 12]\n\t"
-#define MCU_DWPL_SIXES_AT(LB)                                                                 \
-    ".p2align 2\n\t"                                                                          \
-    "1:\n\t"                                                                                  \
+/* One six of MCU_DWPL_SIXES_AT; end: the load of the line's end into r5 (the second six of a step) or nothing. */
+#define MCU_DWPL_SIX_AT(LB, end)                                                              \
     "ldr r6, [r12, #36]\n\t"                                                                  \
     "ldr lr, [r12, #12]\n\t" MCU_DWPL_S6_XI("0") MCU_DWPL_S6_A0                               \
     "ldr r2, [r12, #16]\n\t"                                                                  \
@@ -1175,8 +1174,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r2, [r12, #32]\n\t"                                                                  \
     "ldr lr, [r12, #40]\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                            \
     "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r4, [r12, #4]\n\t"                                                                   \
-    "ldr r5, [r12, #8]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
+    "ldr r4, [r12, #4]\n\t" end MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                \
     "add r2, r1, r4, lsl #1\n\t"                                                              \
     "strb r6, [r1]\n\t"                                                                       \
     "strb r7, [r1, r4]\n\t"                                                                   \
@@ -1185,7 +1183,12 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "strb r9, [r2, r4]\n\t"                                                                   \
     "strb r10, [lr]\n\t"                                                                      \
     "strb r11, [lr, r4]\n\t"                                                                  \
-    "add r1, lr, r4, lsl #1\n\t"                                                              \
+    "add r1, lr, r4, lsl #1\n\t"
+/* Two sixes a step (the lines of 12, 24 and 48 are an even count of sixes): the end's test and the branch once
+ * per twelve pixels. */
+#define MCU_DWPL_SIXES_AT(LB)                                                                 \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t" MCU_DWPL_SIX_AT(LB, "") MCU_DWPL_SIX_AT(LB, "ldr r5, [r12, #8]\n\t")             \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     "ldr r2, [r12, #68]\n\t"                                                                  \
