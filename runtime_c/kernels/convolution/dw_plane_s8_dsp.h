@@ -74,6 +74,12 @@
      : (len) == 6                                   ? 6                                                    \
      : (len) % 6 == 0                               ? 12                                                   \
                                                     : 13)
+/* Lines of whole sixes whose plane line's bytes the scaled loop takes as an immediate (MCU_DWPL_SIXES_AT): 12, 24 and
+ * 48 pixels, the 96 x 96 models' 48 x 48, 24 x 24 and 12 x 12 images; an even count of sixes each. */
+static inline int mcu_dwpl_len_at(int32_t len)
+{
+    return len == 12 || len == 24 || len == 48;
+}
 /* How a layer's outputs are finished after the requantization: saturated to int8 (SAT), then clamped to the
  * activation range (CLAMP), or, when the range is all of int8 and the output offset -128 (a ReLU folded
  * into the range), saturated with the requantization's sign correction left out (RELU: one instruction
@@ -1357,24 +1363,31 @@ _Static_assert(MCU_DWPL_SCALE - 1 == 14, "MCU_DWPL_SAT8's shift");
 _Static_assert(MCU_DWPL_COLS(12) * 2 == 32 && MCU_DWPL_COLS(24) * 2 == 56 && MCU_DWPL_COLS(48) * 2 == 104 &&
                    MCU_DWPL_COLS(12) - 12 == 4 && MCU_DWPL_COLS(24) - 24 == 4 && MCU_DWPL_COLS(48) - 48 == 4,
                "MCU_DWPL_SIXES_AT: the plane line's bytes and the skip of 8 after a line's sixes");
-static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes,
-                                                                          mcu_dwpl_ch *t, int kind)
+/* The scaled lines of 12, 24 or 48 pixels (mcu_dwpl_len_at) from pos: MCU_DWPL_SIXES_AT with the plane line's
+ * bytes an immediate and r1 the output pointer. */
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (kind == 12 && (line_bytes == 32 || line_bytes == 56 || line_bytes == 104)) {
-        /* lines of 12, 24 and 48: the plane line's bytes an immediate, r1 the output pointer */
-        register int8_t *y1 __asm__("r1") = t->y;
-        if (line_bytes == 32) {
-            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
-        } else if (line_bytes == 56) {
-            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
-        } else {
-            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("104"));
-        }
+    register int8_t *y1 __asm__("r1") = t->y;
+    if (len == 12) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
+    } else if (len == 24) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
+    } else {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("104"));
+    }
+}
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes,
+                                                                          mcu_dwpl_ch *t, int kind)
+{
+    if (kind == 12 && mcu_dwpl_len_at(line_bytes / 2 - 4)) {
+        mcu_dwpl_channel_at(pos, line_bytes / 2 - 4, t);
         return;
     }
+    register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
     if (kind == 12) {
         MCU_DWPL_RUN(MCU_DWPL_SIXES MCU_DWPL_LINE_END("r1"));
     } else {
@@ -1481,6 +1494,12 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
         t->end = (const int16_t *)(const void *)((const char *)t->end + line_bytes);
         t->y += t->yskip;
     }
+}
+
+/* The assembly's lines of 12, 24 and 48 (mcu_dwpl_len_at), scaled. */
+static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
+{
+    mcu_dwpl_channel(pos, MCU_DWPL_COLS(len) * 2, t, MCU_DWPL_SCALED, 12);
 }
 #endif
 
@@ -1708,6 +1727,21 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                       bias, y, 0);
 }
 
+/* Whether four channels (the layer within mcu_dwpl_quant_ok) are within mcu_dwpl_quant_as's scaled bounds too: its
+ * scaled tests alone (the whole of mcu_dwpl_quant_as a group cost about 35 cycles more a group than these). */
+static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias)
+{
+    uint32_t sbad = 0;
+    for (int32_t k = 0; k < 4; ++k) {
+        const int32_t bk = bias != NULL ? bias[k] : 0;
+        const uint32_t sign = (uint32_t)(bk >> 31);
+        const uint32_t a = (((uint32_t)bk ^ sign) - sign) + MCU_DWPL_WINDOW_MAX;
+        const uint32_t u = (uint32_t)shift[k] + 13u;
+        sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[k]) & 31u));
+    }
+    return sbad == 0;
+}
+
 /* Whether the plane path serves a band of output rows of a 3x3 stride-1 layer apart from its full
  * image (a streamed prefix's or fused block's row call: `in_h` input rows, `out_h` output rows, fewer
  * than the input's, each reading rows oh - pad_top .. oh - pad_top + 2): lines along the rows, every
@@ -1757,16 +1791,24 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     const int32_t quads = g->len & ~3;
     mcu_dwpl_ch t[4];
     mcu_dwpl_ch_layer(t, ch, g->len, (g->cols - pairs) * 2, out_row - g->len * ch, act_min, act_max);
+    /* ReLU rows of 12, 24 and 48 pixels take the whole layer's scaled loop group by group where its bounds hold (the
+     * streamed rows of mobilenet_v1's 48 x 48 and 24 x 24 layers keep their gain with the whole-tensor calls') */
+    const int at = clamp == MCU_DWPL_RELU && mcu_dwpl_len_at(g->len);
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwpl_fill(&fill, planes + pad_top * g->cols, x + c, 0, filled);
-        mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 0, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
-                            output_offset);
+        const int32_t *bc = bias != NULL ? bias + c : NULL;
+        const int scaled = at && mcu_dwpl_scaled_ok4(q->shift + c, bc);
+        mcu_dwpl_group_init_as(t, weight + c, ch, 3, 1, 0, q->multiplier + c, q->shift + c, bc, output_offset, scaled);
         for (int32_t k = 0; k < 4; ++k) {
             const int16_t *plane = planes + k * g->plane;
             t[k].y = y + c + k;
-            t[k].end = plane + quads;
+            t[k].end = plane + (scaled ? g->len : quads);
             t[k].lines = g->lines;
-            mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
+            if (scaled) {
+                mcu_dwpl_channel_at(plane, g->len, &t[k]);
+            } else {
+                mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
+            }
         }
     }
 }
@@ -1793,21 +1835,6 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * about 29, before borders: at most ~35 k of mobilenet_v1's four stride-2 layers (17,280 outputs) on
  * mps2-an505-u575, for a second path with its own padding. Stride 1 loses outright (2.3 cycles a MAC
  * here, more than 3 direct). */
-/* Whether four channels (the layer within mcu_dwpl_quant_ok) are within mcu_dwpl_quant_as's scaled bounds too: its
- * scaled tests alone (the whole of mcu_dwpl_quant_as a group cost about 35 cycles more a group than these). */
-static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias)
-{
-    uint32_t sbad = 0;
-    for (int32_t k = 0; k < 4; ++k) {
-        const int32_t bk = bias != NULL ? bias[k] : 0;
-        const uint32_t sign = (uint32_t)(bk >> 31);
-        const uint32_t a = (((uint32_t)bk ^ sign) - sign) + MCU_DWPL_WINDOW_MAX;
-        const uint32_t u = (uint32_t)shift[k] + 13u;
-        sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[k]) & 31u));
-    }
-    return sbad == 0;
-}
-
 /* Stride 2 takes the scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_rq_scaled) group by group: a group of a
  * layer finished by MCU_DWPL_RELU whose four channels are within mcu_dwpl_quant_as's scaled bounds (R in [7, 13],
  * 2^(15 - R) (|bias| + MCU_DWPL_WINDOW_MAX) < 2^31); mcu_dwpl_group_init_as scales its lanes as it widens them
