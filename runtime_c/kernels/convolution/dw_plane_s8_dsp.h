@@ -1190,11 +1190,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "strb r10, [lr]\n\t"                                                                      \
     "strb r11, [lr, r4]\n\t"                                                                  \
     "add r1, lr, r4, lsl #1\n\t"
-/* Two sixes a step (the lines of 12, 24 and 48 are an even count of sixes): the end's test and the branch once
- * per twelve pixels. */
 #define MCU_DWPL_SIXES_AT(LB)                                                                 \
     ".p2align 2\n\t"                                                                          \
-    "1:\n\t" MCU_DWPL_SIX_AT(LB, "") MCU_DWPL_SIX_AT(LB, "ldr r5, [r12, #8]\n\t")             \
+    "1:\n\t" MCU_DWPL_SIX_AT(LB, "ldr r5, [r12, #8]\n\t")                                    \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     "ldr r2, [r12, #68]\n\t"                                                                  \
