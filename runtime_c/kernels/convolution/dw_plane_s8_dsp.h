@@ -75,7 +75,7 @@
      : (len) % 6 == 0                               ? 12                                                   \
                                                     : 13)
 /* Lines of whole sixes whose plane line's bytes the scaled loop takes as an immediate (MCU_DWPL_SIXES_AT): 12, 24 and
- * 48 pixels, the 96 x 96 models' 48 x 48, 24 x 24 and 12 x 12 images; an even count of sixes each. */
+ * 48 pixels, the 96 x 96 models' 48 x 48, 24 x 24 and 12 x 12 images. */
 static inline int mcu_dwpl_len_at(int32_t len)
 {
     return len == 12 || len == 24 || len == 48;
@@ -1169,8 +1169,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
     "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
     "ldr r5, [r0, #" x " + 12]\n\t"
-/* One six of MCU_DWPL_SIXES_AT; end: the load of the line's end into r5 (the second six of a step) or nothing. */
-#define MCU_DWPL_SIX_AT(LB, end)                                                              \
+#define MCU_DWPL_SIXES_AT(LB)                                                                 \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
     "ldr r6, [r12, #36]\n\t"                                                                  \
     "ldr lr, [r12, #12]\n\t" MCU_DWPL_S6_XI("0") MCU_DWPL_S6_A0                               \
     "ldr r2, [r12, #16]\n\t"                                                                  \
@@ -1180,7 +1181,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r2, [r12, #32]\n\t"                                                                  \
     "ldr lr, [r12, #40]\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                            \
     "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r4, [r12, #4]\n\t" end MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "ldr r5, [r12, #8]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
     "add r2, r1, r4, lsl #1\n\t"                                                              \
     "strb r6, [r1]\n\t"                                                                       \
     "strb r7, [r1, r4]\n\t"                                                                   \
@@ -1189,10 +1191,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "strb r9, [r2, r4]\n\t"                                                                   \
     "strb r10, [lr]\n\t"                                                                      \
     "strb r11, [lr, r4]\n\t"                                                                  \
-    "add r1, lr, r4, lsl #1\n\t"
-#define MCU_DWPL_SIXES_AT(LB)                                                                 \
-    ".p2align 2\n\t"                                                                          \
-    "1:\n\t" MCU_DWPL_SIX_AT(LB, "ldr r5, [r12, #8]\n\t")                                    \
+    "add r1, lr, r4, lsl #1\n\t"                                                              \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     "ldr r2, [r12, #68]\n\t"                                                                  \
@@ -1725,20 +1724,8 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                       bias, y, 0);
 }
 
-/* Whether four channels (the layer within mcu_dwpl_quant_ok) are within mcu_dwpl_quant_as's scaled bounds too: its
- * scaled tests alone (the whole of mcu_dwpl_quant_as a group cost about 35 cycles more a group than these). */
-static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias)
-{
-    uint32_t sbad = 0;
-    for (int32_t k = 0; k < 4; ++k) {
-        const int32_t bk = bias != NULL ? bias[k] : 0;
-        const uint32_t sign = (uint32_t)(bk >> 31);
-        const uint32_t a = (((uint32_t)bk ^ sign) - sign) + MCU_DWPL_WINDOW_MAX;
-        const uint32_t u = (uint32_t)shift[k] + 13u;
-        sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[k]) & 31u));
-    }
-    return sbad == 0;
-}
+/* The scaled bounds of four channels (below, with the stride-2 groups' that use them too). */
+static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias);
 
 /* Whether the plane path serves a band of output rows of a 3x3 stride-1 layer apart from its full
  * image (a streamed prefix's or fused block's row call: `in_h` input rows, `out_h` output rows, fewer
@@ -1833,6 +1820,21 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * about 29, before borders: at most ~35 k of mobilenet_v1's four stride-2 layers (17,280 outputs) on
  * mps2-an505-u575, for a second path with its own padding. Stride 1 loses outright (2.3 cycles a MAC
  * here, more than 3 direct). */
+/* Whether four channels (the layer within mcu_dwpl_quant_ok) are within mcu_dwpl_quant_as's scaled bounds too: its
+ * scaled tests alone (the whole of mcu_dwpl_quant_as a group cost about 35 cycles more a group than these). */
+static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias)
+{
+    uint32_t sbad = 0;
+    for (int32_t k = 0; k < 4; ++k) {
+        const int32_t bk = bias != NULL ? bias[k] : 0;
+        const uint32_t sign = (uint32_t)(bk >> 31);
+        const uint32_t a = (((uint32_t)bk ^ sign) - sign) + MCU_DWPL_WINDOW_MAX;
+        const uint32_t u = (uint32_t)shift[k] + 13u;
+        sbad |= ((u | (6u - u)) >> 31) | (a >> ((16u - (uint32_t)shift[k]) & 31u));
+    }
+    return sbad == 0;
+}
+
 /* Stride 2 takes the scaled requantization (MCU_DWPL_SCALED, mcu_dwpl_rq_scaled) group by group: a group of a
  * layer finished by MCU_DWPL_RELU whose four channels are within mcu_dwpl_quant_as's scaled bounds (R in [7, 13],
  * 2^(15 - R) (|bias| + MCU_DWPL_WINDOW_MAX) < 2^31); mcu_dwpl_group_init_as scales its lanes as it widens them
