@@ -108,6 +108,16 @@ CASES = [
     (8, 25, 7, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),  # scaled lines of sixes along columns, a pixel after
     (4, 6, 30, 3, 3, 1, 2, 0, "inplace", (-128, 127), "fast"),
     (8, 5, 18, 3, 3, 1, 0, 2, "inplace", "relu", "fast"),
+    # scaled lines of 12, 24 and 48 with the plane line's bytes as immediates (MCU_DWPL_SIXES_AT): lines of 24
+    # along rows in bands, of 48 and 12 down the columns
+    (12, 22, 24, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (4, 48, 20, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (8, 12, 5, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    # row calls (a streamed prefix's: fewer output rows than input rows) of ReLU rows of 48, 24 and 12 take the
+    # same scaled loop
+    (8, 3, 48, 3, 3, 1, 0, 1, "apart", "relu", "fast"),
+    (32, 4, 24, 3, 3, 1, 0, 1, "overlap", "relu", "fast"),
+    (12, 3, 12, 3, 3, 1, 0, 1, "apart", "relu", "fast"),
     # lines of six and of three, a group's four channels a call: ReLU lines of six and three, clamped lines of three
     (12, 6, 6, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     (12, 3, 3, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),

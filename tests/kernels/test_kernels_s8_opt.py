@@ -513,6 +513,40 @@ def test_depthwise_s8_planes_scaled_requantization(emulated, hw, c, in_zp, shift
     h, w = hw
     rng = np.random.default_rng(seed)
     x = base.int8_data(rng, (1, h, w, c), data)
+    wt, b, m, sh = _scaled_layer(rng, c, shifts, edge)
+    params = dict(input=x.shape, output=x.shape, ch_mult=1, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1,
+                  pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=-128,
+                  act_min=-128, act_max=127)
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    status, out = _depthwise_inplace(emulated, x, wt, b, cb.Quant(m, sh, c), params)
+    assert status == MCU_OK
+    base.assert_equal(out, expected)
+
+
+@settings(max_examples=30, deadline=None)
+@given(out_h=st.integers(1, 2), pads=st.sampled_from([(0, 0), (1, 0), (0, 1)]), c=st.sampled_from([4, 8]),
+       in_zp=base.zero_points, shifts=st.lists(st.integers(-14, -6), min_size=8, max_size=8),
+       edge=st.sampled_from(["in", "past", "small", "ties"]), data=base.data_modes, seed=st.integers(0, 2**32 - 1))
+def test_depthwise_s8_row_calls_scaled(emulated, out_h, pads, c, in_zp, shifts, edge, data, seed):
+    """A streamed prefix's row call of a ReLU layer with rows of 12 (the emulated build's planes hold no longer
+    ones) takes the whole layer's scaled lines group by group where a group's shifts and biases allow it: the same
+    extremes as the in-place lines above, against the reference."""
+    pt, pb = pads
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (1, out_h + 2 - pt - pb, 12, c), data)
+    wt, b, m, sh = _scaled_layer(rng, c, shifts, edge)
+    params = dict(input=x.shape, output=(1, out_h, 12, c), ch_mult=1, kernel_h=3, kernel_w=3, stride_h=1,
+                  stride_w=1, pad_top=pt, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp,
+                  output_offset=-128, act_min=-128, act_max=127)
+    status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
+    assert status == MCU_OK
+    base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, sh, **params))
+
+
+def _scaled_layer(rng: np.random.Generator, c: int, shifts: list[int],
+                  edge: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Weights, biases, multipliers and shifts at the scaled requantization's bounds (MCU_DWPL_SCALED), most
+    layers inside them; edge: biases at the largest magnitude (in), one past it, small, or at the ties."""
     wt = rng.choice(np.array([-128, -1, 0, 1, 127], dtype=np.int8), size=(3, 3, c))
     sh = np.array(shifts[:c], dtype=np.int32)
     if rng.random() < 0.7:  # most layers inside the scaled range
@@ -527,13 +561,7 @@ def test_depthwise_s8_planes_scaled_requantization(emulated, hw, c, in_zp, shift
         r = -sh.astype(np.int64)
         b = (rng.integers(0, 250, c) * 2 ** (r + 1) + 2**r + rng.integers(-1, 2, c)).astype(np.int32)
         m[:] = 2**30
-    params = dict(input=x.shape, output=x.shape, ch_mult=1, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1,
-                  pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=-128,
-                  act_min=-128, act_max=127)
-    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
-    status, out = _depthwise_inplace(emulated, x, wt, b, cb.Quant(m, sh, c), params)
-    assert status == MCU_OK
-    base.assert_equal(out, expected)
+    return wt, b, m, sh
 
 
 @st.composite

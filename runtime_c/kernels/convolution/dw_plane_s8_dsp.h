@@ -74,6 +74,12 @@
      : (len) == 6                                   ? 6                                                    \
      : (len) % 6 == 0                               ? 12                                                   \
                                                     : 13)
+/* Lines of whole sixes whose plane line's bytes the scaled loop takes as an immediate (MCU_DWPL_SIXES_AT): 12, 24 and
+ * 48 pixels, the 96 x 96 models' 48 x 48, 24 x 24 and 12 x 12 images. */
+static inline int mcu_dwpl_len_at(int32_t len)
+{
+    return len == 12 || len == 24 || len == 48;
+}
 /* How a layer's outputs are finished after the requantization: saturated to int8 (SAT), then clamped to the
  * activation range (CLAMP), or, when the range is all of int8 and the output offset -128 (a ReLU folded
  * into the range), saturated with the requantization's sign correction left out (RELU: one instruction
@@ -1161,6 +1167,52 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "str r3, [r12]\n\t"                                                                       \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"
+/* The sixes of MCU_DWPL_SCALED lines whose plane line is LB bytes (a string: the loop is one copy per line length,
+ * mcu_dwpl_channel_scaled), for lines of whole sixes (kind 12). With the kernel lines' plane words at immediate
+ * offsets the position stays at the line's first plane line (no adds down the kernel lines and back), which frees
+ * r1 for the output pointer: no load and store of t->y a step, and the line's end steps it in a register. The
+ * multiplier comes with the last kernel line's (w1 w2), C, the output step and the line's end in one chain. A kind-12
+ * line is even (len % 6 == 0), so the sixes leave the position MCU_DWPL_COLS(len) - len = 4 int16 before the
+ * next line: the skip is the immediate 8. About 95 cycles a step against 100 on the M4/M33 model. */
+#define MCU_DWPL_S6_XI(x)                                                                     \
+    "ldr r2, [r0, #" x "]\n\t"                                                                \
+    "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
+    "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
+    "ldr r5, [r0, #" x " + 12]\n\t"
+#define MCU_DWPL_SIXES_AT(LB)                                                                 \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r6, [r12, #36]\n\t"                                                                  \
+    "ldr lr, [r12, #12]\n\t" MCU_DWPL_S6_XI("0") MCU_DWPL_S6_A0                               \
+    "ldr r2, [r12, #16]\n\t"                                                                  \
+    "ldr lr, [r12, #20]\n\t" MCU_DWPL_S6_B("") MCU_DWPL_S6_XI(LB) MCU_DWPL_S6_A                \
+    "ldr r2, [r12, #24]\n\t"                                                                  \
+    "ldr lr, [r12, #28]\n\t" MCU_DWPL_S6_B("") MCU_DWPL_S6_XI("2 * " LB) MCU_DWPL_S6_A         \
+    "ldr r2, [r12, #32]\n\t"                                                                  \
+    "ldr lr, [r12, #40]\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                            \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "ldr r5, [r12, #8]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
+    "add r2, r1, r4, lsl #1\n\t"                                                              \
+    "strb r6, [r1]\n\t"                                                                       \
+    "strb r7, [r1, r4]\n\t"                                                                   \
+    "add lr, r2, r4, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r4]\n\t"                                                                   \
+    "strb r10, [lr]\n\t"                                                                      \
+    "strb r11, [lr, r4]\n\t"                                                                  \
+    "add r1, lr, r4, lsl #1\n\t"                                                              \
+    "cmp r0, r5\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    "ldr r2, [r12, #68]\n\t"                                                                  \
+    "ldr r3, [r12, #72]\n\t"                                                                  \
+    "add r0, r0, #8\n\t"                                                                      \
+    "add r5, r5, #" LB "\n\t"                                                                 \
+    "add r1, r1, r2\n\t"                                                                      \
+    "subs r3, r3, #1\n\t"                                                                     \
+    "str r5, [r12, #8]\n\t"                                                                   \
+    "str r3, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
  * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
 #define MCU_DWPL_SIXES_TAIL                                                                   \
@@ -1223,6 +1275,12 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     __asm__ volatile(loop                                                                     \
                      : "+r"(r0)                                                               \
                      : "r"(r1), "r"(r12)                                                      \
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
+/* The same with r1 the output pointer (MCU_DWPL_SIXES_AT, y1 a register variable of the caller). */
+#define MCU_DWPL_RUN_AT(loop)                                                                 \
+    __asm__ volatile(loop                                                                     \
+                     : "+r"(r0), "+r"(y1)                                                     \
+                     : "r"(r12)                                                               \
                      : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
 /* The same for a group's one-step lines (MCU_DWPL_NEXT_CH steps r12 through the group). */
 #define MCU_DWPL_RUN_GROUP(loop)                                                              \
@@ -1309,9 +1367,31 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_relu(const in
 #define MCU_DWPL_RQ6(a) "smmla " a ", " a ", r1, lr\n\t"
 #define MCU_DWPL_RQS(a) "smmla " a ", " a ", lr, r3\n\t"
 _Static_assert(MCU_DWPL_SCALE - 1 == 14, "MCU_DWPL_SAT8's shift");
+_Static_assert(MCU_DWPL_COLS(12) * 2 == 32 && MCU_DWPL_COLS(24) * 2 == 56 && MCU_DWPL_COLS(48) * 2 == 104 &&
+                   MCU_DWPL_COLS(12) - 12 == 4 && MCU_DWPL_COLS(24) - 24 == 4 && MCU_DWPL_COLS(48) - 48 == 4,
+               "MCU_DWPL_SIXES_AT: the plane line's bytes and the skip of 8 after a line's sixes");
+/* The scaled lines of 12, 24 or 48 pixels (mcu_dwpl_len_at) from pos: MCU_DWPL_SIXES_AT with the plane line's
+ * bytes an immediate and r1 the output pointer. */
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    register int8_t *y1 __asm__("r1") = t->y;
+    if (len == 12) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
+    } else if (len == 24) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
+    } else {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("104"));
+    }
+}
 static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes,
                                                                           mcu_dwpl_ch *t, int kind)
 {
+    if (kind == 12 && mcu_dwpl_len_at(line_bytes / 2 - 4)) {
+        mcu_dwpl_channel_at(pos, line_bytes / 2 - 4, t);
+        return;
+    }
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
@@ -1498,6 +1578,12 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
         t->end = (const int16_t *)(const void *)((const char *)t->end + line_bytes);
         t->y += t->yskip;
     }
+}
+
+/* The assembly's lines of 12, 24 and 48 (mcu_dwpl_len_at), scaled. */
+static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
+{
+    mcu_dwpl_channel(pos, MCU_DWPL_COLS(len) * 2, t, MCU_DWPL_SCALED, 12);
 }
 #endif
 
@@ -1765,6 +1851,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                       bias, y, 0);
 }
 
+/* The scaled bounds of four channels (below, with the stride-2 groups' that use them too). */
+static inline int mcu_dwpl_scaled_ok4(const int32_t *shift, const int32_t *bias);
+
 /* Whether the plane path serves a band of output rows of a 3x3 stride-1 layer apart from its full
  * image (a streamed prefix's or fused block's row call: `in_h` input rows, `out_h` output rows, fewer
  * than the input's, each reading rows oh - pad_top .. oh - pad_top + 2): lines along the rows, every
@@ -1814,16 +1903,24 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     const int32_t quads = g->len & ~3;
     mcu_dwpl_ch t[4];
     mcu_dwpl_ch_layer(t, ch, g->len, (g->cols - pairs) * 2, out_row - g->len * ch, act_min, act_max);
+    /* ReLU rows of 12, 24 and 48 pixels take the whole layer's scaled loop group by group where its bounds hold (the
+     * streamed rows of mobilenet_v1's 48 x 48 and 24 x 24 layers keep their gain with the whole-tensor calls') */
+    const int at = clamp == MCU_DWPL_RELU && mcu_dwpl_len_at(g->len);
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwpl_fill(&fill, planes + pad_top * g->cols, x + c, 0, filled);
-        mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 0, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
-                            output_offset);
+        const int32_t *bc = bias != NULL ? bias + c : NULL;
+        const int scaled = at && mcu_dwpl_scaled_ok4(q->shift + c, bc);
+        mcu_dwpl_group_init_as(t, weight + c, ch, 3, 1, 0, q->multiplier + c, q->shift + c, bc, output_offset, scaled);
         for (int32_t k = 0; k < 4; ++k) {
             const int16_t *plane = planes + k * g->plane;
             t[k].y = y + c + k;
-            t[k].end = plane + quads;
+            t[k].end = plane + (scaled ? g->len : quads);
             t[k].lines = g->lines;
-            mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
+            if (scaled) {
+                mcu_dwpl_channel_at(plane, g->len, &t[k]);
+            } else {
+                mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
+            }
         }
     }
 }
