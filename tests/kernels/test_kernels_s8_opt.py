@@ -613,8 +613,8 @@ def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, d
     bound (2^(15 - R) (|bias| + 9 x 255 x 128) < 2^31) beside groups inside it, which take the unscaled loop; a ReLU
     folded into the range (the form's condition), images whose lines end in quads, pairs, a pixel, or three;
     the output apart from the input or below it at the window contract's limit, a whole pixel (its channels on
-    the input's: every band group by group, those after a group's first alternately backward over the emulated
-    build's small planes) or two bytes lower (the rows written straight, the rest through the row buffer)."""
+    the input's: every band group by group over the emulated build's small planes) or two bytes lower (the rows
+    written straight, the rest through the row buffer)."""
     h, w = shape
     rng = np.random.default_rng(seed)
     x = base.int8_data(rng, (1, h, w, c), data)

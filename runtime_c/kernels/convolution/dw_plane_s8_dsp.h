@@ -2027,43 +2027,30 @@ static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int
 }
 
 /* Output rows [oh0, oh0 + nb) of the group of channels c .. c + 3 (mcu_dwpl_plan_s2 held) into y (output
- * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. `back`: the
- * band's plane lines go up from the planes' last (2 pband, the line after it in the image at 2 pband - 1),
- * whose input row, the previous full band's last, is there already: a band of a group after a band
- * forward (which ends at that line) fills 2 nb lines, not 2 nb + 1 (the fill's and the loops' line steps
- * negated; t's skip is set here for the direction). */
+ * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. */
 static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t pad_top, int32_t c,
                                     int32_t oh0, int32_t nb, mcu_dwpl_fill_args *fill, int clamp, mcu_dwpl_ch t[4],
-                                    const int8_t *x, int8_t *y, int back)
+                                    const int8_t *x, int8_t *y)
 {
-    const int32_t lines = 2 * nb + 1, cols = g->cols;
-    const int32_t line = back ? -cols : cols; /* int16 from a plane line to the band's next */
-    int16_t *const first = back ? planes + g->plane - cols : planes; /* plane line 0 of plane 0 */
-    const int32_t dskip = fill->dskip;
-    fill->dskip = back ? dskip - 4 * cols : dskip;
-    for (int32_t p = back; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
+    const int32_t lines = 2 * nb + 1;
+    for (int32_t p = 0; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
         const int32_t j = 2 * oh0 - pad_top + p;
         if (j < 0 || j >= in_h) {
-            mcu_dwpl_line4(g, planes, (int32_t)(first - planes) / cols + (back ? -p : p), NULL);
+            mcu_dwpl_line4(g, planes, p, NULL);
             ++p;
             continue;
         }
         /* the run of rows inside the input from here */
         const int32_t count = lines - p < in_h - j ? lines - p : in_h - j;
-        mcu_dwpl_fill(fill, first + p * line, x + c, j, count);
+        mcu_dwpl_fill(fill, planes + p * g->cols, x + c, j, count);
         p += count;
     }
-    fill->dskip = dskip;
-    /* two plane lines on (or back) from where a line's steps leave the position: less the pairs' 8 bytes each,
-     * none for three */
-    const int32_t skip = 4 * line - 4 * (g->len == 3 ? 0 : g->len & ~1);
-    const int16_t *plane = first;
-    for (int32_t k = 0; k < 4; ++k, plane += g->plane) {
+    for (int32_t k = 0; k < 4; ++k) {
+        const int16_t *plane = planes + k * g->plane;
         t[k].y = y + k;
         t[k].end = plane + 2 * (g->len & ~3); /* the quads' (none for three, else one at least) */
         t[k].lines = nb;
-        t[k].skip = skip;
-        mcu_dwpl_channel_s2(plane, 2 * line, &t[k], clamp, g->len == 3);
+        mcu_dwpl_channel_s2(plane, g->cols * 2, &t[k], clamp, g->len == 3);
     }
 }
 
@@ -2148,19 +2135,18 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
     const int32_t out_row = g->len * ch;
     mcu_dwpl_ch t[4];
-    mcu_dwpl_ch_layer(t, ch, g->len, 0 /* the skip: each band's (mcu_dwpl_band_s2) */, out_row - g->len * ch, act_min,
+    /* the plane on by two lines from where a line's steps leave the position: less the pairs' 8 bytes each,
+     * at the line's start for three */
+    mcu_dwpl_ch_layer(t, ch, g->len, 4 * g->cols - 4 * (g->len == 3 ? 0 : g->len & ~1), out_row - g->len * ch, act_min,
                       act_max);
     const int32_t pband = (g->plane / g->cols - 1) / 2; /* g->band where apart; a staged band may be less */
-    /* a group's bands after the first alternately backward (mcu_dwpl_band_s2), where the fill steps by dskip
-     * (its straight loops for lines of six and three do not) */
-    const int turn = fill.shape == 0;
     if (apart) {
         for (int32_t c = 0; c < ch; c += 4) {
             const int fin = mcu_dwpl_group_s2(t, weight, c, ch, q, bias, output_offset, clamp);
-            for (int32_t oh0 = 0, i = 0; oh0 < g->lines; oh0 += pband, ++i) {
+            for (int32_t oh0 = 0; oh0 < g->lines; oh0 += pband) {
                 const int32_t nb = g->lines - oh0 < pband ? g->lines - oh0 : pband;
                 mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, fin, t, x,
-                                 y + (size_t)oh0 * (size_t)out_row + (size_t)c, turn & i);
+                                 y + (size_t)oh0 * (size_t)out_row + (size_t)c);
             }
         }
         return;
@@ -2181,9 +2167,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
             const int32_t end = room < (uintptr_t)(g->lines - oh0) ? oh0 + (int32_t)room : g->lines;
             for (int32_t c = 0; c < ch; c += 4) {
                 const int fin = mcu_dwpl_group_s2(t, weight, c, ch, q, bias, output_offset, clamp);
-                for (int32_t o = oh0, i = 0; o < end; o += pband, ++i) {
+                for (int32_t o = oh0; o < end; o += pband) {
                     mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, o, end - o < pband ? end - o : pband, &fill, fin,
-                                     t, x, y + (size_t)o * (size_t)out_row + (size_t)c, turn & i);
+                                     t, x, y + (size_t)o * (size_t)out_row + (size_t)c);
                 }
             }
             nb = end - oh0;
@@ -2191,7 +2177,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
         }
         for (int32_t c = 0; c < ch; c += 4) {
             const int fin = mcu_dwpl_group_s2(t, weight, c, ch, q, bias, output_offset, clamp);
-            mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, fin, t, x, row_buf + c, 0);
+            mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, fin, t, x, row_buf + c);
         }
         int8_t *d = y + (size_t)oh0 * (size_t)out_row;
         const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */
