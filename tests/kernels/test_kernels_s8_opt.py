@@ -633,15 +633,16 @@ def test_depthwise_s8_direct_small_images(emulated, case):
 @given(shape=st.sampled_from([(12, 9), (13, 12), (7, 6), (9, 16), (16, 10)]), c=st.sampled_from([4, 8, 12]),
        in_zp=base.zero_points, rmode=st.sampled_from(["in", "ends", "mixed"]),
        bias=st.sampled_from(["small", "small", "edge", "none"]), data=base.data_modes, wmode=base.weight_modes,
-       overlap=st.booleans(), seed=st.integers(0, 2**32 - 1))
+       overlap=st.sampled_from([None, 0, 0, 2]), seed=st.integers(0, 2**32 - 1))
 def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, data, wmode, overlap, seed):
     """The stride-2 planes' scaled requantization (MCU_DWPL_SCALED at stride 2: weights and bias times 2^(15 - R), SMMLA
     and SSAT with ASR #14) against the reference: shifts R in [7, 13] (at both ends: the int16 lanes at -2^15
     for a weight of -128 at R = 7), groups with a channel outside that range or a bias one past the scaled
     bound (2^(15 - R) (|bias| + 9 x 255 x 128) < 2^31) beside groups inside it, which take the unscaled loop; a ReLU
     folded into the range (the form's condition), images whose lines end in quads, pairs, a pixel, or three;
-    the output apart from the input or below it at the window contract's limit (the rows written straight run
-    group by group over several of the emulated build's small bands)."""
+    the output apart from the input or below it at the window contract's limit, a whole pixel (its channels on
+    the input's: every band group by group over the emulated build's small planes) or two bytes lower (the rows
+    written straight, the rest through the row buffer)."""
     h, w = shape
     rng = np.random.default_rng(seed)
     x = base.int8_data(rng, (1, h, w, c), data)
@@ -659,8 +660,8 @@ def test_depthwise_s8_s2_planes_scaled(emulated, shape, c, in_zp, rmode, bias, d
     sh = (-r).astype(np.int32)
     expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
     q = cb.Quant(m, sh, c)
-    if overlap:
-        status, out = _depthwise_below_input(emulated, x, wt, b, q, params, expected.shape)
+    if overlap is not None:
+        status, out = _depthwise_below_input(emulated, x, wt, b, q, params, expected.shape, overlap)
     else:
         status, out = cb.depthwise_conv2d(x, wt, b, q, params)
     assert status == MCU_OK
@@ -691,13 +692,15 @@ def test_depthwise_s8_s2_row_calls(emulated, rows, w, c, in_zp, relu, data, wmod
     base.assert_equal(out, expected)
 
 
-def _depthwise_below_input(emulated, x, wt, b, q, params, out_shape):
-    """The not-in-place kernel with its output at the window contract's largest offset below its input."""
+def _depthwise_below_input(emulated, x, wt, b, q, params, out_shape, lower=0):
+    """The not-in-place kernel with its output at the window contract's largest offset below its input, or
+    `lower` bytes lower."""
     t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731
     _, h, w, c = x.shape
     delta = window_max_delta(t((1, c, h, w)), t((1, c, out_shape[1], out_shape[2])),
                              (params["kernel_h"], params["kernel_w"]), (params["stride_h"], params["stride_w"]),
                              (params["pad_top"], params["pad_left"]), (1, 1))
+    delta -= lower
     buf = np.zeros(-delta + x.size, dtype=np.int8)
     buf[-delta:] = x.reshape(-1)
     p = cb._fields(cb.DepthwiseConv2dS8Params, params)

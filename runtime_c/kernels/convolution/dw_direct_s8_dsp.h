@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "mcu/kernels_s8.h"
+#include "../common/check.h"
 #include "../common/simd_s8.h"
 #include "dw_plane_s8_dsp.h"
 
@@ -66,6 +67,13 @@ _Static_assert(offsetof(mcu_dwd_group, w) == 16 && offsetof(mcu_dwd_group, rq) =
                    offsetof(mcu_dwd_group, left) == 152 && offsetof(mcu_dwd_group, rows) == 156,
                "mcu_dwd_group layout (offsets in MCU_DWD_LOOP)");
 #endif
+
+/* Whether the output goes through the stage: it overlaps the input on other channels' bytes
+ * (mcu_dw_own_channels: a group's input is in the block before its first write). */
+static inline int mcu_dwd_staged(const int8_t *x, size_t in_bytes, const int8_t *y, size_t out_bytes, int32_t ch)
+{
+    return mcu_overlaps(x, in_bytes, y, out_bytes) && !mcu_dw_own_channels(x, y, ch);
+}
 
 /* Whether the direct path takes a 3x3 layer (ch_mult 1, dilation 1, batch 1 checked by the caller): stride
  * 2 both ways, channels a multiple of 4, the windows' rows and columns within the block, few enough

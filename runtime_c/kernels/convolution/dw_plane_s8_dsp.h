@@ -2264,10 +2264,8 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
             ++p;
             continue;
         }
-        int32_t count = 1; /* the run of rows inside the input from here */
-        while (p + count < lines && j + count < in_h) {
-            ++count;
-        }
+        /* the run of rows inside the input from here */
+        const int32_t count = lines - p < in_h - j ? lines - p : in_h - j;
         mcu_dwpl_fill(fill, planes + p * g->cols, x + c, j, count);
         p += count;
     }
@@ -2295,10 +2293,41 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
 /* Bytes of the stride-2 path's row buffer (an output that overlaps the input). */
 #define MCU_DWPL_S2_ROW_BYTES 1536
 
+/* Whether an output y on or before its input x by whole pixels (x - y a multiple of ch) lets a stride-2
+ * layer run group by group as if apart: a group's writes then fall on its own channels' bytes only, read
+ * already (the direct path copies a group's input first), so no other group's input is touched. Where the
+ * memory plan puts mobilenet_v1's four stride-2 layers (the output one pixel before the input), the
+ * direct path staged its output and the planes ran their overlapping bands through a row buffer, a
+ * group's constants set up again each band. */
+static inline int mcu_dw_own_channels(const int8_t *x, const int8_t *y, int32_t ch)
+{
+    return (uintptr_t)y <= (uintptr_t)x && ((uintptr_t)x - (uintptr_t)y) % (uint32_t)ch == 0u;
+}
+
+/* The planes' bands of a group (mcu_dwpl_plan_s2 held, lines per band as mcu_dwpl_layer_s2's apart path) on an
+ * output with mcu_dw_own_channels: a band fills its planes before its writes, so it is enough that every
+ * band's first input row lies at or past the end of the output rows before it. */
+static inline int mcu_dwpl_s2_own_bands(const mcu_dwpl_geom *g, const int8_t *x, const int8_t *y, int32_t ch,
+                                        int32_t in_w, int32_t pad_top)
+{
+    if (!mcu_dw_own_channels(x, y, ch)) {
+        return 0;
+    }
+    const int32_t pband = (g->plane / g->cols - 1) / 2;
+    const uintptr_t out_row = (uintptr_t)g->len * (uintptr_t)ch, in_row = (uintptr_t)in_w * (uintptr_t)ch;
+    for (int32_t o = pband; o < g->lines; o += pband) {
+        const int32_t ih = 2 * o - pad_top;
+        if ((uintptr_t)y + (uintptr_t)o * out_row > (uintptr_t)x + (uintptr_t)(ih > 0 ? ih : 0) * in_row) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The whole stride-2 layer (mcu_dwpl_plan_s2 held, batch 1) from x into y. With the output apart from the
- * input, a group's bands go straight to it; otherwise every group of a band goes to a row buffer, copied
- * to y after all of the band's reads: the window contract keeps those writes below the inputs of the
- * rows after the band. */
+ * input (or on it by mcu_dwpl_s2_own_bands), a group's bands go straight to it; otherwise every group of a
+ * band goes to a row buffer, copied to y after all of the band's reads: the window contract keeps those
+ * writes below the inputs of the rows after the band. */
 static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_geom *g, int32_t in_h, int32_t in_w,
                                                                 int32_t ch, int32_t pad_top, int32_t pad_left,
                                                                 int32_t input_offset, int32_t output_offset,
@@ -2334,18 +2363,18 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
      * at the line's start for three */
     mcu_dwpl_ch_layer(t, ch, g->len, 4 * g->cols - 4 * (g->len == 3 ? 0 : g->len & ~1), out_row - g->len * ch, act_min,
                       act_max);
+    const int32_t pband = (g->plane / g->cols - 1) / 2; /* g->band where apart; a staged band may be less */
     if (apart) {
         for (int32_t c = 0; c < ch; c += 4) {
             const int fin = mcu_dwpl_group_s2(t, weight, c, ch, q, bias, output_offset, clamp);
-            for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
-                const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
+            for (int32_t oh0 = 0; oh0 < g->lines; oh0 += pband) {
+                const int32_t nb = g->lines - oh0 < pband ? g->lines - oh0 : pband;
                 mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, fin, t, x,
                                  y + (size_t)oh0 * (size_t)out_row + (size_t)c);
             }
         }
         return;
     }
-    const int32_t pband = (g->plane / g->cols - 1) / 2;
     const size_t in_row = (size_t)in_w * (size_t)ch;
     for (int32_t oh0 = 0, nb; oh0 < g->lines; oh0 += nb) {
         /* Rows from oh0 on that end at or below the first input row they read go straight to y, as many as

@@ -289,8 +289,8 @@ static int mcu_dsp_plane_plan(mcu_dwpl_geom *g, const mcu_depthwise_conv2d_s8_pa
     const int row_call = p->stride_h == 2 && p->stride_w == 2 && out.h <= 2 && out.w >= MCU_DWPL_S2_ROW_CALL_W;
     /* small images straight from the channels (dw_direct_s8_dsp.h), an output on the input staged */
     if (!row_call && mcu_dwd_applies(p->kernel_h, p->kernel_w, p->stride_h, p->stride_w, in.c, out.h, out.w,
-                        mcu_overlaps(input, in_bytes, output, out_bytes), q, bias, p->output_offset, p->act_min,
-                        p->act_max)) {
+                        mcu_dwd_staged(input, in_bytes, output, out_bytes, in.c), q, bias, p->output_offset,
+                        p->act_min, p->act_max)) {
         return MCU_DWPL_PLAN_DIRECT;
     }
     if (p->stride_h == 1 && p->stride_w == 1) {
@@ -379,13 +379,14 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     }
     if (planes == MCU_DWPL_PLAN_DIRECT) {
         mcu_dwd_layer(in.h, in.w, in.c, out.h, out.w, p->pad_top, p->pad_left, p->input_offset, p->output_offset, q,
-                      input, weight, bias, output, mcu_overlaps(input, (size_t)in_count, output, out_bytes));
+                      input, weight, bias, output, mcu_dwd_staged(input, (size_t)in_count, output, out_bytes, in.c));
         return MCU_OK;
     }
     if (planes == MCU_DWPL_PLAN_S2) {
         mcu_dwpl_layer_s2(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
                           p->act_min, p->act_max, q, input, weight, bias, output,
-                          !mcu_overlaps(input, (size_t)in_count, output, out_bytes));
+                          !mcu_overlaps(input, (size_t)in_count, output, out_bytes) ||
+                              mcu_dwpl_s2_own_bands(&pg, input, output, in.c, in.w, p->pad_top));
         return MCU_OK;
     }
 #endif
