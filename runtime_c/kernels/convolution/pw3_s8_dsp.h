@@ -35,9 +35,10 @@
  * larger ones keep the pairs and their groups (the buffer would hold too few of their columns). */
 #define MCU_PW3_PIXELS_MAX 9
 /* Tap pairs a pass of the loop, which ends with two ADD, a compare and a taken branch (6 cycles): 64 on Armv8-M Mainline
- * (2,816 bytes of code, which the U575's 8 kB cache holds beside a half block of 256 taps; 32 took 10.8 k cycles more
- * on mobilenet_v1's two 3 x 3 layers), 16 elsewhere (704 bytes: the Cortex-M4 builds run on the L4R5, whose ART holds
- * 1 kB). The first pass is entered at any multiple of MCU_PW3_SEG tap pairs, so that whole passes follow. */
+ * (2,816 bytes of code, which the U575's 8 kB cache holds beside a block of 256 taps; with 32 mobilenet_v1's two 3 x 3
+ * layers took 6.2 k cycles more on mps2-an505-u575, with 128 the loop and the blocks outgrew the cache: +249 k), 16
+ * elsewhere (704 bytes: the Cortex-M4 builds run on the L4R5, whose ART holds 1 kB). The first pass is entered at any
+ * multiple of MCU_PW3_SEG tap pairs, so that whole passes follow. */
 #if defined(__ARM_ARCH_8M_MAIN__)
 #define MCU_PW3_PASS 64
 #else
