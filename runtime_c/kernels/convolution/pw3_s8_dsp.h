@@ -34,16 +34,18 @@
 /* The images the triples take: a few pixels, where a pair's per-call costs and a last lone pixel weigh the most;
  * larger ones keep the pairs and their groups (the buffer would hold too few of their columns). */
 #define MCU_PW3_PIXELS_MAX 9
-/* Tap pairs a pass of the loop, which ends with two ADD, a compare and a taken branch (6 cycles): 32 on Armv8-M Mainline
- * (1,408 bytes of code, which the U575's 8 kB cache holds beside a half block), 16 elsewhere (704 bytes: the Cortex-M4
- * builds run on the L4R5, whose ART holds 1 kB). A column of an odd number of half passes enters the first pass at
- * its middle. */
+/* Tap pairs a pass of the loop, which ends with two ADD, a compare and a taken branch (6 cycles): 64 on Armv8-M Mainline
+ * (2,816 bytes of code, which the U575's 8 kB cache holds beside a block of 256 taps; with 32 mobilenet_v1's two 3 x 3
+ * layers took 6.2 k cycles more on mps2-an505-u575, with 128 the loop and the blocks outgrew the cache: +249 k), 16
+ * elsewhere (704 bytes: the Cortex-M4 builds run on the L4R5, whose ART holds 1 kB). The first pass is entered at any
+ * multiple of MCU_PW3_SEG tap pairs, so that whole passes follow. */
 #if defined(__ARM_ARCH_8M_MAIN__)
-#define MCU_PW3_PASS 32
+#define MCU_PW3_PASS 64
 #else
 #define MCU_PW3_PASS 16
 #endif
-#define MCU_PW3_KP_STEP 32 /* the taps the loop's half passes take whole: layers of a multiple of them */
+#define MCU_PW3_SEG 16     /* tap pairs between the first pass's entries */
+#define MCU_PW3_KP_STEP 32 /* the taps of MCU_PW3_SEG tap pairs: layers of a multiple of them */
 
 #if MCU_PW3_WANTED && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
 
@@ -57,15 +59,15 @@ typedef struct {
     int8_t *y;              /* the first pixel's outputs */
     int32_t stride;         /* output channels: from a pixel's outputs to the next one's */
     int32_t halves;         /* 2 (output channels / 4) */
-    int32_t odd;            /* the column's tap pairs leave half a pass over (the first one enters at its middle) */
+    int32_t skip;           /* the first pass's tap pairs skipped, so that whole passes follow (MCU_PW3_SEG's multiple) */
 } mcu_pw3_state;
 
 #define MCU_PW3_STR2(x) #x
 #define MCU_PW3_STR(x) MCU_PW3_STR2(x)
 
-/* MCU_PW3_PASS tap pairs: the column's (A, B, C) words at r11 + 12 t, the half block's two words at r12 + 16 t. */
-#define MCU_PW3_TAPS_HALF                                                                                 \
-    ".rept " MCU_PW3_STR(MCU_PW3_PASS) " / 2\n\t"                                                       \
+/* MCU_PW3_SEG tap pairs: the column's (A, B, C) words at r11 + 12 t, the half block's two words at r12 + 16 t. */
+#define MCU_PW3_TAPS_SEG                                                                                  \
+    ".rept " MCU_PW3_STR(MCU_PW3_SEG) "\n\t"                                                            \
     "ldr r6, [r11, #12 * .Lpw3_t]\n\t"                                                                  \
     "ldr r7, [r11, #12 * .Lpw3_t + 4]\n\t"                                                              \
     "ldr r8, [r11, #12 * .Lpw3_t + 8]\n\t"                                                              \
@@ -79,6 +81,27 @@ typedef struct {
     "smlad r5, r8, r10, r5\n\t"                                                                           \
     ".set .Lpw3_t, .Lpw3_t + 1\n\t"                                                                   \
     ".endr\n\t"
+
+/* A pass (labels 40-42 after its first three segments: the entries past its start), and the first pass's entry r6
+ * tap pairs in, the pointers moved back by as many so that the immediate offsets meet the column's start. */
+#if MCU_PW3_PASS == 4 * MCU_PW3_SEG
+#define MCU_PW3_TAPS_PASS                                                                                 \
+    MCU_PW3_TAPS_SEG "40:\n\t" MCU_PW3_TAPS_SEG "41:\n\t" MCU_PW3_TAPS_SEG "42:\n\t" MCU_PW3_TAPS_SEG
+#define MCU_PW3_SKIP                                                                                      \
+    "sub r11, r11, r6, lsl #3\n\t"                                                                        \
+    "sub r11, r11, r6, lsl #2\n\t"                                                                        \
+    "sub r12, r12, r6, lsl #4\n\t"                                                                        \
+    "cmp r6, #" MCU_PW3_STR(MCU_PW3_SEG) "\n\t"                                                           \
+    "beq 40b\n\t"                                                                                         \
+    "cmp r6, #2 * " MCU_PW3_STR(MCU_PW3_SEG) "\n\t"                                                       \
+    "beq 41b\n\t"                                                                                         \
+    "b 42b\n\t"
+#elif MCU_PW3_PASS == MCU_PW3_SEG
+#define MCU_PW3_TAPS_PASS MCU_PW3_TAPS_SEG
+#define MCU_PW3_SKIP "b 3b\n\t" /* never taken: the passes are always whole */
+#else
+#error "MCU_PW3_PASS: one or four segments"
+#endif
 
 #define MCU_PW3_RQ(a, m, c)                                                                               \
     "smmla " a ", " a ", " m ", " c "\n\t"                                                                \
@@ -138,9 +161,7 @@ static __attribute__((noinline)) void mcu_pw3_blocks(const mcu_pw3_state *st)
         "bne 5f\n\t"
         "3:\n\t"
         ".set .Lpw3_t, 0\n\t"
-        MCU_PW3_TAPS_HALF
-        "4:\n\t"
-        MCU_PW3_TAPS_HALF
+        MCU_PW3_TAPS_PASS
         "add r11, r11, #12 * " MCU_PW3_STR(MCU_PW3_PASS) "\n\t"
         "add r12, r12, #16 * " MCU_PW3_STR(MCU_PW3_PASS) "\n\t"
         "cmp r11, lr\n\t"
@@ -174,9 +195,7 @@ static __attribute__((noinline)) void mcu_pw3_blocks(const mcu_pw3_state *st)
         "bne 1b\n\t"
         "b 6f\n\t"
         "5:\n\t"
-        "sub r11, r11, #12 * " MCU_PW3_STR(MCU_PW3_PASS) " / 2\n\t"
-        "sub r12, r12, #16 * " MCU_PW3_STR(MCU_PW3_PASS) " / 2\n\t"
-        "b 4b\n\t"
+        MCU_PW3_SKIP
         "6:\n\t"
         "vmov r7, s13\n\t"
         : "+r"(s)
@@ -186,7 +205,9 @@ static __attribute__((noinline)) void mcu_pw3_blocks(const mcu_pw3_state *st)
 }
 
 #undef MCU_PW3_RQ
-#undef MCU_PW3_TAPS_HALF
+#undef MCU_PW3_SKIP
+#undef MCU_PW3_TAPS_PASS
+#undef MCU_PW3_TAPS_SEG
 
 /* The interleaved column of three pixels, kp bytes each at x, x + step and x + 2 step (kp a multiple of 4): per 4
  * taps the words (A's taps 0, 2), (B's 0, 2), (C's 0, 2), then the same of taps 1, 3, each tap + off as int16
@@ -243,7 +264,7 @@ static inline void mcu_pw3_layer(const int8_t *x, int8_t *y, int32_t pixels, int
         mcu_column3_s8(x + t * kp, kp, kp, input_offset, col + t * kp);
     }
     const mcu_pw3_state s = {col, 6 * kp, col + pixels * kp, blocks, 4 * mcu_packed_block_words(kp), 16 + 8 * kp,
-                             y, cout, 2 * (cout / 4), (kp / 2) % MCU_PW3_PASS != 0};
+                             y, cout, 2 * (cout / 4), (MCU_PW3_PASS - (kp / 2) % MCU_PW3_PASS) % MCU_PW3_PASS};
     mcu_pw3_blocks(&s);
 }
 #endif
