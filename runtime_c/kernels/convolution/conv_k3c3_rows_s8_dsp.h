@@ -36,6 +36,9 @@
 #ifndef MCU_PACKED_NARROW_ROWS
 #define MCU_PACKED_NARROW_ROWS 1 /* 0: a model's build without such layers (mcu/backends/optimized/specialise.py) */
 #endif
+#ifndef MCU_PACKED_ROWS_COUT
+#define MCU_PACKED_ROWS_COUT 0 /* the one output depth of a model's rows layers (specialise.py), 0: any */
+#endif
 
 #if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
 
@@ -68,6 +71,9 @@ static inline int32_t mcu_k3c3_rows_taps(const mcu_conv2d_s8_params *p)
 static inline int mcu_k3c3_rows_applies(const mcu_conv2d_s8_params *p, int32_t buf_taps, int section)
 {
     if (buf_taps < (section ? MCU_K3C3_BUF_TAPS : MCU_K3C3_REPACK_TAPS)) {
+        return 0;
+    }
+    if (MCU_PACKED_ROWS_COUT != 0 && p->output.c != MCU_PACKED_ROWS_COUT) {
         return 0;
     }
     return p->kernel_h == 3 && p->kernel_w == 3 && p->input.c == 3 && p->dilation_w == 1 && p->stride_w == 2 &&
@@ -251,6 +257,47 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
     "smmla " acc ", " acc ", " m ", " c "\n\t"                                                              \
     "ssat " acc ", #8, " acc ", asr #" MCU_K3C3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
+#if MCU_PACKED_ROWS_COUT
+/* The four's outputs at fixed offsets (the build's one output depth of such layers): y and col_stop by two pipelined
+ * loads, the pixels' outputs from y by immediate offsets, one step of y. */
+#define MCU_KR_STORES                                                                                     \
+    "ldr r9, [sp, #8]\n\t"                                                                                 \
+    "ldr r11, [sp, #4]\n\t"                                                                                \
+    "add r12, r12, #48\n\t"                                                                                \
+    "strb r0, [r9]\n\t"                                                                                    \
+    "strb r1, [r9, #1]\n\t"                                                                                \
+    "strb r2, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                           \
+    "strb r3, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                       \
+    "strb r4, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r5, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    "strb r6, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r8, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    "add r9, r9, #(4 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")\n\t"                                          \
+    "cmp r12, r11\n\t"                                                                                     \
+    "str r9, [sp, #8]\n\t"
+#else
+/* y, cout and col_stop by three pipelined loads; no store's address from the instruction before it. */
+#define MCU_KR_STORES                                                                                     \
+    "ldr r9, [sp, #8]\n\t"                                                                                 \
+    "ldr r10, [sp, #12]\n\t"                                                                               \
+    "ldr r11, [sp, #4]\n\t"                                                                                \
+    "strb r0, [r9]\n\t"                                                                                    \
+    "strb r1, [r9, #1]\n\t"                                                                                \
+    "add lr, r9, r10\n\t"                                                                                  \
+    "add r9, lr, r10\n\t"                                                                                  \
+    "strb r2, [lr]\n\t"                                                                                    \
+    "strb r3, [lr, #1]\n\t"                                                                                \
+    "add lr, r9, r10\n\t"                                                                                  \
+    "add r12, r12, #48\n\t"                                                                                \
+    "strb r4, [r9]\n\t"                                                                                    \
+    "strb r5, [r9, #1]\n\t"                                                                                \
+    "add r9, lr, r10\n\t"                                                                                  \
+    "cmp r12, r11\n\t"                                                                                     \
+    "strb r6, [lr]\n\t"                                                                                    \
+    "strb r8, [lr, #1]\n\t"                                                                                \
+    "str r9, [sp, #8]\n\t"
+#endif
+
 /* Per channel pair (a run of passes over the same 136 bytes of weights, which a small data cache then keeps: the
  * L4R5's ART holds 256 B, all four pairs' 544 B missed on every four) every four of pixels while col != col_stop,
  * the outputs 4 cout on after each four, the next pair's 2 on from this one's. The state is copied to the stack
@@ -279,25 +326,7 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         MCU_KR_RQ("r6", "r9", "r10")
         MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
         MCU_KR_RQ("r8", "r11", "lr")
-        /* y, cout and col_stop by three pipelined loads; no store's address from the instruction before it */
-        "ldr r9, [sp, #8]\n\t"
-        "ldr r10, [sp, #12]\n\t"
-        "ldr r11, [sp, #4]\n\t"
-        "strb r0, [r9]\n\t"
-        "strb r1, [r9, #1]\n\t"
-        "add lr, r9, r10\n\t"
-        "add r9, lr, r10\n\t"
-        "strb r2, [lr]\n\t"
-        "strb r3, [lr, #1]\n\t"
-        "add lr, r9, r10\n\t"
-        "add r12, r12, #48\n\t"
-        "strb r4, [r9]\n\t"
-        "strb r5, [r9, #1]\n\t"
-        "add r9, lr, r10\n\t"
-        "cmp r12, r11\n\t"
-        "strb r6, [lr]\n\t"
-        "strb r8, [lr, #1]\n\t"
-        "str r9, [sp, #8]\n\t"
+        MCU_KR_STORES
         "bne 1b\n\t"
         /* the pair done: the next one from the run's first four, its outputs 2 on from this one's */
         "ldr r9, [sp, #16]\n\t"
@@ -319,6 +348,7 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 #undef MCU_KR_TAP0
 #undef MCU_KR_ROW
 #undef MCU_KR_RQ
+#undef MCU_KR_STORES
 #undef MCU_K3C3_STR
 #undef MCU_K3C3_STR2
 #else
