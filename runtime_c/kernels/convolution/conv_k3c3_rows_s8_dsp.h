@@ -187,7 +187,7 @@ static inline void mcu_k3c3_widen_word(uint32_t v, uint32_t off2, int16_t *dst)
     "ldr r4, [r0, #" sb "]\n\t"                                                                            \
     "ldr r5, [r0, #" sb " + 4]\n\t"                                                                        \
     "ldr r6, [r0, #" sb " + 8]\n\t"                                                                        \
-    "ldr r7, [r0, #" sb " + 12]\n\t"                                                                       \
+    "ldr r10, [r0, #" sb " + 12]\n\t"                                                                       \
     "sxtab16 r8, r2, r4\n\t"                                                                               \
     "sxtab16 r4, r2, r4, ror #8\n\t"                                                                       \
     "sxtab16 r9, r2, r5\n\t"                                                                               \
@@ -202,16 +202,16 @@ static inline void mcu_k3c3_widen_word(uint32_t v, uint32_t off2, int16_t *dst)
     "str r5, [r3, #" db " + 12]\n\t"                                                                       \
     "sxtab16 r8, r2, r6\n\t"                                                                               \
     "sxtab16 r6, r2, r6, ror #8\n\t"                                                                       \
-    "sxtab16 r9, r2, r7\n\t"                                                                               \
-    "sxtab16 r7, r2, r7, ror #8\n\t"                                                                       \
+    "sxtab16 r9, r2, r10\n\t"                                                                               \
+    "sxtab16 r10, r2, r10, ror #8\n\t"                                                                       \
     "pkhbt r12, r8, r6, lsl #16\n\t"                                                                       \
     "pkhtb r6, r6, r8, asr #16\n\t"                                                                        \
-    "pkhbt lr, r9, r7, lsl #16\n\t"                                                                        \
-    "pkhtb r7, r7, r9, asr #16\n\t"                                                                        \
+    "pkhbt lr, r9, r10, lsl #16\n\t"                                                                        \
+    "pkhtb r10, r10, r9, asr #16\n\t"                                                                        \
     "str r12, [r3, #" db " + 16]\n\t"                                                                      \
     "str r6, [r3, #" db " + 20]\n\t"                                                                       \
     "str lr, [r3, #" db " + 24]\n\t"                                                                       \
-    "str r7, [r3, #" db " + 28]\n\t"
+    "str r10, [r3, #" db " + 28]\n\t"
 #endif
 
 /* n bytes of an input row as (x + off) int16 in natural order at dst (4-byte aligned), off2 the offset in
@@ -236,7 +236,7 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
                          "bne 1b\n\t"
                          : "+r"(s), "+r"(d)
                          : "r"(e), "r"(o)
-                         : "r4", "r5", "r6", "r7", "r8", "r9", "r12", "lr", "cc", "memory");
+                         : "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "cc", "memory");
         src = s;
         dst = d;
     }
