@@ -32,7 +32,8 @@ NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0,
         "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
         "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
-        "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0, "MCU_PACKED_PW8_16": 0}
+        "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0, "MCU_PACKED_PW8_16": 0,
+        "MCU_PACKED_ROWS_COUT": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -51,7 +52,7 @@ EXPECTED = {
     # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer (scaled, its column in registers,
     # 16 channels out: mcu_pw8_16_regs); the 16->32, 32->32 and 32->64 ones (scaled, streams of 1.7 to 5.4 kB:
     # pw_small_s8_dsp.h); the 3 x 3 ones by three pixels, 9 x 256 taps (pw3_s8_dsp.h)
-    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_PW8=1, PACKED_PW_PAIRS=1,
+    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_ROWS_COUT=8, PACKED_PW8=1, PACKED_PW_PAIRS=1,
                              PACKED_SCALED=1, PACKED_PW8_16=1, PACKED_PW_SMALL=1, PACKED_PW3_TAPS=2304, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
@@ -98,6 +99,12 @@ def test_defines_from_layers() -> None:
     # the widened rows of such windows at stride 2 across (their call's frame): only where a layer takes them
     assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_ROWS"] == 0
     assert packed_defines([_layer(28, k3c3=True, rows=True)])["MCU_PACKED_NARROW_ROWS"] == 1
+    # their stores at fixed offsets where all of them have one output depth
+    assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_ROWS_COUT"] == 0
+    assert packed_defines([_layer(28, k3c3=True, rows=True)])["MCU_PACKED_ROWS_COUT"] == 8
+    assert packed_defines([_layer(28, k3c3=True, rows=True), _layer(28, cout=16, k3c3=True)])["MCU_PACKED_ROWS_COUT"] == 8
+    assert packed_defines([_layer(28, k3c3=True, rows=True),
+                           _layer(28, cout=16, k3c3=True, rows=True)])["MCU_PACKED_ROWS_COUT"] == 0
     # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
     assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1
@@ -212,6 +219,11 @@ def test_defines_from_layers() -> None:
                           packed_defines([_layer(32, pointwise=True, flat=True, pixels=2)])])["MCU_PACKED_NARROW_CLAMP"] == 1
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == _defines(PIXEL_WIDE_TAPS=104, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, **NARROW)
+    # the rows layers' one output depth across methods: kept where they agree, 0 (any depth) where they do not
+    rows8, rows16 = _layer(28, k3c3=True, rows=True), _layer(28, cout=16, k3c3=True, rows=True)
+    assert merge_defines([packed_defines([rows8]), packed_defines([_layer(24)])])["MCU_PACKED_ROWS_COUT"] == 8
+    assert merge_defines([packed_defines([rows8]), packed_defines([rows8])])["MCU_PACKED_ROWS_COUT"] == 8
+    assert merge_defines([packed_defines([rows8]), packed_defines([rows16])])["MCU_PACKED_ROWS_COUT"] == 0
 
 
 def test_s4_defines_merge_across_methods() -> None:

@@ -735,7 +735,7 @@ def _batch_on_core(tmp_path_factory, board_name: str, cases: list[dict], label: 
 
 @st.composite
 def _first_layer_case(draw, batch: int = 1, rows: bool = False, zero_blocks: bool = False,
-                      shared: bool = False) -> dict:
+                      shared: bool = False, couts: tuple[int, ...] = (4, 8, 12, 16)) -> dict:
     """A 3x3 layer over 3 input channels whose range is all of int8 from the output offset -128 (an RGB
     first layer with a ReLU): the narrow path runs its pixels by threes (mcu_narrow_x3), interior and
     border windows alike, and the row's last one or two alone. Rows of 1 to 10 outputs, strides 1 and 2,
@@ -746,7 +746,8 @@ def _first_layer_case(draw, batch: int = 1, rows: bool = False, zero_blocks: boo
     time; `zero_blocks`: its blocks' weights zeroed, so that a kernel reading them instead of the section fails) or
     repacked by the kernel; extreme biases or other shifts leave the layer to the threes. `shared`: such a layer
     with its section at stride 2 down, rows 1 apart, three rows of outputs or more (its slots in both orders, then a
-    row that keeps the lone taps' halves of the row before), inputs at random."""
+    row that keeps the lone taps' halves of the row before), inputs at random. `couts`: the rows layers' output
+    channels to draw from."""
     stride, pad, dh = draw(st.integers(1, 2)), draw(st.integers(0, 2 if rows else 1)), draw(st.integers(1, 2))
     if shared:
         stride, dh = 2, 1
@@ -757,7 +758,7 @@ def _first_layer_case(draw, batch: int = 1, rows: bool = False, zero_blocks: boo
     extra_r = draw(st.integers(0, 1))
     oh = (h + 2 * pad - span) // stride + 1
     ow = (w + 2 * pad + extra_r - 3) // stride_w + 1
-    cout = draw(st.sampled_from([4, 8, 12, 16] if rows else [4, 8, 12]))
+    cout = draw(st.sampled_from(couts if rows else (4, 8, 12)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x_kind = "random" if shared else draw(st.sampled_from(["random", "min", "max"]))
     w_kind = draw(st.sampled_from(["random", "min", "max"]))
@@ -808,23 +809,31 @@ def test_first_layer_matches_reference(lib, request, rows: bool, data) -> None:
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
-@pytest.mark.parametrize("rows", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["by_threes", "rows"])
+@pytest.mark.parametrize("mode", ["by_threes", pytest.param("rows", marks=pytest.mark.slow),
+                                  pytest.param("rows_cout8", marks=pytest.mark.slow)])
 @settings(max_examples=2, deadline=None, derandomize=True)  # the simplest batch, then a random one
 @given(data=st.data())
-def test_first_layer_on_core(tmp_path_factory, board_name: str, rows: bool, data) -> None:
+def test_first_layer_on_core(tmp_path_factory, board_name: str, mode: str, data) -> None:
     """The assembly of mcu_narrow_x3 (batches of 24 layers) or mcu_k3c3_rows_run (16, wider) bit-exact with the
-    reference on the core."""
+    reference on the core. `rows_cout8`: a build whose rows layers all have 8 output channels (MCU_PACKED_ROWS_COUT,
+    the passes' stores at fixed offsets), its last case one of 16 channels, which that build leaves to the threes
+    (its blocks' weights kept)."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
+    rows, cout8 = mode != "by_threes", mode == "rows_cout8"
+    couts = (8,) if cout8 else (4, 8, 12, 16)
     n = 16 if rows else 24
-    cases = data.draw(st.lists(_first_layer_case(rows=rows, zero_blocks=True), min_size=n - 1, max_size=n - 1))
-    cases += [data.draw(_first_layer_case(rows=rows, zero_blocks=True, shared=rows))]
-    tmp = tmp_path_factory.mktemp("packed_rows" if rows else "packed_x3")
+    cases = data.draw(st.lists(_first_layer_case(rows=rows, zero_blocks=True, couts=couts), min_size=n - 2,
+                               max_size=n - 2))
+    cases += [data.draw(_first_layer_case(rows=rows, zero_blocks=True, shared=rows, couts=couts))]
+    cases += [data.draw(_first_layer_case(rows=rows, zero_blocks=not cout8, couts=(16,) if cout8 else couts))]
+    tmp = tmp_path_factory.mktemp(f"packed_{mode}")
     main = tmp / "main.c"
     main.write_text(packed_firmware_source([{k: c[k] for k in ("x", "w", "params", "expected")} for c in cases]))
     board = load_board(board_name)
-    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"], tmp / "out")
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"], tmp / "out",
+                        defines={"MCU_PACKED_ROWS_COUT": 8} if cout8 else None)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

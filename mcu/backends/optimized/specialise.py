@@ -18,6 +18,9 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   buffer. Only a stream with its rows section (tuned.rows_section, FLAG_ROWS) counts: a stream widened at run time
   (mcu_conv2d_s4's) would repack it on every call, in a larger buffer than the w4a8 builds of mobilenet_v1 have (they
   run it by threes).
+* ``MCU_PACKED_ROWS_COUT``: the output channels of every layer that takes those widened rows when they all have the
+  same (mobilenet_v1's 8), 0 otherwise: the passes then store a four's outputs at fixed offsets from one pointer (one
+  step of it a four where four); a layer of another depth goes by threes (exact, slower).
 * ``MCU_PIXEL4_GROUP``: ``PIXEL4_GROUP`` (4) when the build has the loop (``MCU_PACKED_LOOP``) and some
   windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes with eight pixels or more
   to share it and its weights wait (FLAG_GROUP): its four-pixel units then run in groups (across rows) over parts of the stream, and the
@@ -220,6 +223,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW": int(bool(narrow)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.k3c3 for layer in narrow)),
             "MCU_PACKED_NARROW_ROWS": int(any(layer.rows for layer in narrow)),
+            "MCU_PACKED_ROWS_COUT": _one_depth({layer.cout for layer in narrow if layer.rows}),
             "MCU_PACKED_NARROW_CLAMP": int(any(layer.clamps() for layer in narrow)),
             "MCU_PACKED_NARROW_FULL": int(any(not layer.clamps() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
@@ -245,4 +249,10 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             **{name: int(any(p[name] for p in parts)) for name in PATHS},
             "MCU_PACKED_PW_GROUP_TAPS": max(p["MCU_PACKED_PW_GROUP_TAPS"] for p in parts),
             "MCU_PACKED_PW3_TAPS": max(p["MCU_PACKED_PW3_TAPS"] for p in parts),
-            "MCU_PIXEL4_GROUP": max(p["MCU_PIXEL4_GROUP"] for p in parts)}
+            "MCU_PIXEL4_GROUP": max(p["MCU_PIXEL4_GROUP"] for p in parts),
+            "MCU_PACKED_ROWS_COUT": _one_depth({p["MCU_PACKED_ROWS_COUT"] for p in parts if p["MCU_PACKED_NARROW_ROWS"]})}
+
+
+def _one_depth(depths: set[int]) -> int:
+    """MCU_PACKED_ROWS_COUT: the one output depth of the rows layers, 0 for none or several."""
+    return next(iter(depths)) if len(depths) == 1 else 0

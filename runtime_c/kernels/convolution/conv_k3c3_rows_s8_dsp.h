@@ -36,6 +36,9 @@
 #ifndef MCU_PACKED_NARROW_ROWS
 #define MCU_PACKED_NARROW_ROWS 1 /* 0: a model's build without such layers (mcu/backends/optimized/specialise.py) */
 #endif
+#ifndef MCU_PACKED_ROWS_COUT
+#define MCU_PACKED_ROWS_COUT 0 /* the one output depth of a model's rows layers (specialise.py), 0: any */
+#endif
 
 #if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
 
@@ -68,6 +71,9 @@ static inline int32_t mcu_k3c3_rows_taps(const mcu_conv2d_s8_params *p)
 static inline int mcu_k3c3_rows_applies(const mcu_conv2d_s8_params *p, int32_t buf_taps, int section)
 {
     if (buf_taps < (section ? MCU_K3C3_BUF_TAPS : MCU_K3C3_REPACK_TAPS)) {
+        return 0;
+    }
+    if (MCU_PACKED_ROWS_COUT != 0 && p->output.c != MCU_PACKED_ROWS_COUT) {
         return 0;
     }
     return p->kernel_h == 3 && p->kernel_w == 3 && p->input.c == 3 && p->dilation_w == 1 && p->stride_w == 2 &&
@@ -174,32 +180,83 @@ static inline void mcu_k3c3_widen_word(uint32_t v, uint32_t off2, int16_t *dst)
     mcu_store_u32(dst + 2, mcu_s16_pair_high(lo, hi));
 }
 
+#if MCU_S8_DSP_NATIVE
+/* Four words at byte offset sb of src widened to eight at byte offset db of dst (r0 src, r2 off2, r3 dst): four
+ * loads in a row (pipelined), each word's halves then paired in natural order, the stores last. */
+#define MCU_KW_FOUR(sb, db)                                                                               \
+    "ldr r4, [r0, #" sb "]\n\t"                                                                            \
+    "ldr r5, [r0, #" sb " + 4]\n\t"                                                                        \
+    "ldr r6, [r0, #" sb " + 8]\n\t"                                                                        \
+    "ldr r10, [r0, #" sb " + 12]\n\t"                                                                       \
+    "sxtab16 r8, r2, r4\n\t"                                                                               \
+    "sxtab16 r4, r2, r4, ror #8\n\t"                                                                       \
+    "sxtab16 r9, r2, r5\n\t"                                                                               \
+    "sxtab16 r5, r2, r5, ror #8\n\t"                                                                       \
+    "pkhbt r12, r8, r4, lsl #16\n\t"                                                                       \
+    "pkhtb r4, r4, r8, asr #16\n\t"                                                                        \
+    "pkhbt lr, r9, r5, lsl #16\n\t"                                                                        \
+    "pkhtb r5, r5, r9, asr #16\n\t"                                                                        \
+    "str r12, [r3, #" db "]\n\t"                                                                           \
+    "str r4, [r3, #" db " + 4]\n\t"                                                                        \
+    "str lr, [r3, #" db " + 8]\n\t"                                                                        \
+    "str r5, [r3, #" db " + 12]\n\t"                                                                       \
+    "sxtab16 r8, r2, r6\n\t"                                                                               \
+    "sxtab16 r6, r2, r6, ror #8\n\t"                                                                       \
+    "sxtab16 r9, r2, r10\n\t"                                                                               \
+    "sxtab16 r10, r2, r10, ror #8\n\t"                                                                       \
+    "pkhbt r12, r8, r6, lsl #16\n\t"                                                                       \
+    "pkhtb r6, r6, r8, asr #16\n\t"                                                                        \
+    "pkhbt lr, r9, r10, lsl #16\n\t"                                                                        \
+    "pkhtb r10, r10, r9, asr #16\n\t"                                                                        \
+    "str r12, [r3, #" db " + 16]\n\t"                                                                      \
+    "str r6, [r3, #" db " + 20]\n\t"                                                                       \
+    "str lr, [r3, #" db " + 24]\n\t"                                                                       \
+    "str r10, [r3, #" db " + 28]\n\t"
+#endif
+
 /* n bytes of an input row as (x + off) int16 in natural order at dst (4-byte aligned), off2 the offset in
- * both halves. */
-static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uint32_t off2, int16_t *dst)
+ * both halves. One function for every row (the rows' choice of slots stays small); on the DSP cores its whole
+ * 32 bytes in assembly, whose eight registers of words and halves the compiler's version spilled around. */
+static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uint32_t off2,
+                                                     int16_t *dst)
 {
-    int32_t i = 0;
-    for (; i + 32 <= n; i += 32) { /* eight words a pass, loaded four in a row (pipelined), the loop's steps amortised */
-        const uint32_t v0 = mcu_load_u32(src + i), v1 = mcu_load_u32(src + i + 4);
-        const uint32_t v2 = mcu_load_u32(src + i + 8), v3 = mcu_load_u32(src + i + 12);
-        mcu_k3c3_widen_word(v0, off2, dst + i);
-        mcu_k3c3_widen_word(v1, off2, dst + i + 4);
-        mcu_k3c3_widen_word(v2, off2, dst + i + 8);
-        mcu_k3c3_widen_word(v3, off2, dst + i + 12);
-        const uint32_t v4 = mcu_load_u32(src + i + 16), v5 = mcu_load_u32(src + i + 20);
-        const uint32_t v6 = mcu_load_u32(src + i + 24), v7 = mcu_load_u32(src + i + 28);
-        mcu_k3c3_widen_word(v4, off2, dst + i + 16);
-        mcu_k3c3_widen_word(v5, off2, dst + i + 20);
-        mcu_k3c3_widen_word(v6, off2, dst + i + 24);
-        mcu_k3c3_widen_word(v7, off2, dst + i + 28);
+    const int8_t *const end = src + n;
+#if MCU_S8_DSP_NATIVE
+    if (n >= 32) {
+        register const int8_t *s __asm__("r0") = src;
+        register const int8_t *e __asm__("r1") = src + (n & ~31);
+        register uint32_t o __asm__("r2") = off2;
+        register int16_t *d __asm__("r3") = dst;
+        __asm__ volatile("1:\n\t"
+                         MCU_KW_FOUR("0", "0")
+                         MCU_KW_FOUR("16", "32")
+                         "adds r0, r0, #32\n\t"
+                         "adds r3, r3, #64\n\t"
+                         "cmp r0, r1\n\t"
+                         "bne 1b\n\t"
+                         : "+r"(s), "+r"(d)
+                         : "r"(e), "r"(o)
+                         : "r4", "r5", "r6", "r8", "r9", "r10", "r12", "lr", "cc", "memory");
+        src = s;
+        dst = d;
     }
-    for (; i + 4 <= n; i += 4) {
-        mcu_k3c3_widen_word(mcu_load_u32(src + i), off2, dst + i);
+#else
+    for (; src + 32 <= end; src += 32, dst += 32) { /* eight words a pass, the loop's steps amortised */
+        for (int32_t k = 0; k < 32; k += 4) {
+            mcu_k3c3_widen_word(mcu_load_u32(src + k), off2, dst + k);
+        }
     }
-    for (; i < n; ++i) {
-        dst[i] = (int16_t)(src[i] + off);
+#endif
+    for (; src + 4 <= end; src += 4, dst += 4) {
+        mcu_k3c3_widen_word(mcu_load_u32(src), off2, dst);
+    }
+    for (; src != end; ++src, ++dst) {
+        *dst = (int16_t)(*src + off);
     }
 }
+#if MCU_S8_DSP_NATIVE
+#undef MCU_KW_FOUR
+#endif
 
 #define MCU_K3C3_STR2(x) #x
 #define MCU_K3C3_STR(x) MCU_K3C3_STR2(x)
@@ -251,6 +308,47 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
     "smmla " acc ", " acc ", " m ", " c "\n\t"                                                              \
     "ssat " acc ", #8, " acc ", asr #" MCU_K3C3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
+#if MCU_PACKED_ROWS_COUT
+/* The four's outputs at fixed offsets (the build's one output depth of such layers): y and col_stop by two pipelined
+ * loads, the pixels' outputs from y by immediate offsets, one step of y. */
+#define MCU_KR_STORES                                                                                     \
+    "ldr r9, [sp, #8]\n\t"                                                                                 \
+    "ldr r11, [sp, #4]\n\t"                                                                                \
+    "add r12, r12, #48\n\t"                                                                                \
+    "strb r0, [r9]\n\t"                                                                                    \
+    "strb r1, [r9, #1]\n\t"                                                                                \
+    "strb r2, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                           \
+    "strb r3, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                       \
+    "strb r4, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r5, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    "strb r6, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r8, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    "add r9, r9, #(4 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")\n\t"                                          \
+    "cmp r12, r11\n\t"                                                                                     \
+    "str r9, [sp, #8]\n\t"
+#else
+/* y, cout and col_stop by three pipelined loads; no store's address from the instruction before it. */
+#define MCU_KR_STORES                                                                                     \
+    "ldr r9, [sp, #8]\n\t"                                                                                 \
+    "ldr r10, [sp, #12]\n\t"                                                                               \
+    "ldr r11, [sp, #4]\n\t"                                                                                \
+    "strb r0, [r9]\n\t"                                                                                    \
+    "strb r1, [r9, #1]\n\t"                                                                                \
+    "add lr, r9, r10\n\t"                                                                                  \
+    "add r9, lr, r10\n\t"                                                                                  \
+    "strb r2, [lr]\n\t"                                                                                    \
+    "strb r3, [lr, #1]\n\t"                                                                                \
+    "add lr, r9, r10\n\t"                                                                                  \
+    "add r12, r12, #48\n\t"                                                                                \
+    "strb r4, [r9]\n\t"                                                                                    \
+    "strb r5, [r9, #1]\n\t"                                                                                \
+    "add r9, lr, r10\n\t"                                                                                  \
+    "cmp r12, r11\n\t"                                                                                     \
+    "strb r6, [lr]\n\t"                                                                                    \
+    "strb r8, [lr, #1]\n\t"                                                                                \
+    "str r9, [sp, #8]\n\t"
+#endif
+
 /* Per channel pair (a run of passes over the same 136 bytes of weights, which a small data cache then keeps: the
  * L4R5's ART holds 256 B, all four pairs' 544 B missed on every four) every four of pixels while col != col_stop,
  * the outputs 4 cout on after each four, the next pair's 2 on from this one's. The state is copied to the stack
@@ -279,25 +377,7 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         MCU_KR_RQ("r6", "r9", "r10")
         MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
         MCU_KR_RQ("r8", "r11", "lr")
-        /* y, cout and col_stop by three pipelined loads; no store's address from the instruction before it */
-        "ldr r9, [sp, #8]\n\t"
-        "ldr r10, [sp, #12]\n\t"
-        "ldr r11, [sp, #4]\n\t"
-        "strb r0, [r9]\n\t"
-        "strb r1, [r9, #1]\n\t"
-        "add lr, r9, r10\n\t"
-        "add r9, lr, r10\n\t"
-        "strb r2, [lr]\n\t"
-        "strb r3, [lr, #1]\n\t"
-        "add lr, r9, r10\n\t"
-        "add r12, r12, #48\n\t"
-        "strb r4, [r9]\n\t"
-        "strb r5, [r9, #1]\n\t"
-        "add r9, lr, r10\n\t"
-        "cmp r12, r11\n\t"
-        "strb r6, [lr]\n\t"
-        "strb r8, [lr, #1]\n\t"
-        "str r9, [sp, #8]\n\t"
+        MCU_KR_STORES
         "bne 1b\n\t"
         /* the pair done: the next one from the run's first four, its outputs 2 on from this one's */
         "ldr r9, [sp, #16]\n\t"
@@ -319,6 +399,7 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 #undef MCU_KR_TAP0
 #undef MCU_KR_ROW
 #undef MCU_KR_RQ
+#undef MCU_KR_STORES
 #undef MCU_K3C3_STR
 #undef MCU_K3C3_STR2
 #else
@@ -414,8 +495,17 @@ static __attribute__((noinline)) int mcu_k3c3_rows_layer(const mcu_conv2d_s8_par
             const int32_t ih0 = oh * p->stride_h - p->pad_top;
             const int shared = ih0 == last;
             rev ^= shared && reversed != NULL;
-            for (int32_t r = 0; r < 3; ++r) {
-                const int32_t ih = ih0 + r * p->dilation_h;
+            const int32_t dh = p->dilation_h;
+            /* most rows: the first one in place, two new ones in the input */
+            const int inside = shared && reversed != NULL && ih0 + dh >= 0 && ih0 + 2 * dh < in.h;
+            if (inside) {
+                mcu_k3c3_widen(x_n + (int64_t)(ih0 + dh) * row, n, p->input_offset, off2,
+                               slots + MCU_K3C3_ROW_TAPS + lead);
+                mcu_k3c3_widen(x_n + (int64_t)(ih0 + 2 * dh) * row, n, p->input_offset, off2,
+                               slots + (rev ? 0 : 2) * MCU_K3C3_ROW_TAPS + lead);
+            }
+            for (int32_t r = 0; r < 3 && !inside; ++r) {
+                const int32_t ih = ih0 + r * dh;
                 int16_t *slot = slots + (rev ? 2 - r : r) * MCU_K3C3_ROW_TAPS + lead;
                 if (r == 0 && shared) {
                     if (reversed == NULL) {
