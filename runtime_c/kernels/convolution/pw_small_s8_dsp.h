@@ -31,11 +31,23 @@
 #define MCU_PWS_STR(x) MCU_PWS_STR2(x)
 
 #if MCU_PACKED_PW_SMALL && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
+#ifndef MCU_PWS_Q16_COUT
+#define MCU_PWS_Q16_COUT 0 /* the output channels of every 16-tap quads layer of a model where they agree (specialise.py); 0: any */
+#endif
+#ifndef MCU_PWS_Q32_COUT
+#define MCU_PWS_Q32_COUT 0 /* as MCU_PWS_Q16_COUT, 32 taps */
+#endif
+#define MCU_PWQ_COUT(K) MCU_PWS_Q##K##_COUT
 #ifndef MCU_PWS_QUADS
 /* Four pixels by two channels a half block (mcu_pw16_quads, mcu_pw32_quads) for the pairs in twos: each channel's
  * bias, weight words and (m, C) serve four pixels, the requantization's loads a block are 5 cycles fewer, and the
- * stream is read once per four pixels. */
+ * stream is read once per four pixels. On the Cortex-M33 (8 kB ICACHE); not on the M4, where the L4R5's 1 kB ART
+ * does not hold a pass of two halves (mobilenet_v1 there +368 k cycles). */
+#if defined(__ARM_ARCH_8M_MAIN__)
 #define MCU_PWS_QUADS 1
+#else
+#define MCU_PWS_QUADS 0
+#endif
 #endif
 
 typedef struct {
@@ -296,6 +308,14 @@ typedef struct {
     "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
     "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
     "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    ".if .Lpwq_s\n\t"                                                                                     \
+    "strb r7, [r4, #.Lpwq_s + .Lpwq_a]\n\t"                                                              \
+    "strb r11, [r4, #.Lpwq_s + .Lpwq_a + 1]\n\t"                                                         \
+    "strb r8, [r4, #2 * .Lpwq_s + .Lpwq_a]\n\t"                                                          \
+    "strb r12, [r4, #2 * .Lpwq_s + .Lpwq_a + 1]\n\t"                                                     \
+    "strb r9, [r4, #3 * .Lpwq_s + .Lpwq_a]\n\t"                                                          \
+    "strb lr, [r4, #3 * .Lpwq_s + .Lpwq_a + 1]\n\t"                                                      \
+    ".else\n\t"                                                                                           \
     "vmov r0, s4\n\t"                                                                                     \
     "add r1, r4, r0\n\t"                                                                                  \
     "add r2, r1, r0\n\t"                                                                                  \
@@ -306,11 +326,15 @@ typedef struct {
     "strb r12, [r2, #.Lpwq_a + 1]\n\t"                                                                   \
     "strb r9, [r3, #.Lpwq_a]\n\t"                                                                        \
     "strb lr, [r3, #.Lpwq_a + 1]\n\t"                                                                    \
+    ".endif\n\t"                                                                                          \
     "strb r10, [r4, #.Lpwq_a + 1]\n\t"
 
 /* A pass: one block of four channels as two halves, y on by 4 at the first half's last store (the second's bytes
- * then 2 back from y), the stream on by a block. */
+ * then 2 back from y), the stream on by a block. Pixels B-D's bytes at immediate offsets from y where the output
+ * channels are known (the gas symbol .Lpwq_s, MCU_PWS_Q16_COUT / MCU_PWS_Q32_COUT: 4 cycles a half block less),
+ * else from three addresses a stride (s4) apart. */
 #define MCU_PWQ_PASS(K)                                                                                   \
+    ".set .Lpwq_s, " MCU_PWS_STR(MCU_PWQ_COUT(K)) "\n\t"                                                  \
     "2:\n\t"                                                                                              \
     ".set .Lpws_o, 0\n\t"                                                                               \
     ".set .Lpwq_c, 0\n\t"                                                                               \
@@ -415,7 +439,8 @@ static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, i
                                     int32_t input_offset, const int32_t *blocks)
 {
 #if MCU_PWS_QUADS
-    if (pairs >= 2) { /* pairs of pairs as quads, from the run's first; a pair left over after them */
+    const int32_t known = kp == 16 ? MCU_PWS_Q16_COUT : MCU_PWS_Q32_COUT;
+    if (pairs >= 2 && (known == 0 || known == cout)) { /* pairs of pairs as quads, from the run's first; a pair left over after them */
         const int32_t quads = pairs / 2;
         const int32_t back = step > 0 ? 0 : 1; /* backward, a quad's lowest pixel is its second pair's */
         const mcu_pws_state q = {x - back * 2 * kp,
