@@ -135,6 +135,17 @@ typedef struct {
     ".set .Lpws_t, .Lpws_t + 1\n\t"                                                                   \
     ".endr\n\t"
 
+/* The eight accumulators to bytes: the scaled layout's shift, saturated to int8. */
+#define MCU_PWS_SSAT8                                                                                     \
+    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r8, #8, r8, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r9, #8, r9, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r10, #8, r10, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+
 /* The block's (m, C) per channel after its 2 K weight words (at r5 + 16 + 8 K): SMMLA and SSAT. */
 #define MCU_PWS_RQ(K)                                                                                     \
     "ldr r0, [r5, #.Lpws_o + 16 + 8 * " #K "]\n\t"                                                                  \
@@ -153,14 +164,7 @@ typedef struct {
     "smmla r11, r11, r0, r1\n\t"                                                                          \
     "smmla r12, r12, r2, r3\n\t"                                                                          \
     "smmla lr, lr, r2, r3\n\t"                                                                            \
-    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r8, #8, r8, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r9, #8, r9, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r10, #8, r10, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+    MCU_PWS_SSAT8
 
 /* The block's eight bytes, pixel A's at y (r4) by `stores_a` and B's a stride (s4) after y + b. */
 #define MCU_PWS_STORE(stores_a, b)                                                                        \
@@ -300,14 +304,7 @@ typedef struct {
     "smmla r11, r11, r2, r3\n\t"                                                                          \
     "smmla r12, r12, r2, r3\n\t"                                                                          \
     "smmla lr, lr, r2, r3\n\t"                                                                            \
-    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r8, #8, r8, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r9, #8, r9, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r10, #8, r10, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    MCU_PWS_SSAT8                                                                                          \
     ".if .Lpwq_s\n\t"                                                                                     \
     "strb r7, [r4, #.Lpwq_s + .Lpwq_a]\n\t"                                                              \
     "strb r11, [r4, #.Lpwq_s + .Lpwq_a + 1]\n\t"                                                         \
@@ -421,6 +418,7 @@ static __attribute__((noinline)) void mcu_pw32_quads(const mcu_pws_state *st)
 #undef MCU_PWS_A_NEXT
 #undef MCU_PWS_A_AT
 #undef MCU_PWS_RQ
+#undef MCU_PWS_SSAT8
 #undef MCU_PWS_TAPS
 #undef MCU_PWS_TAP0
 #undef MCU_PWS_COL
