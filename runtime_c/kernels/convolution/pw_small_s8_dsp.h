@@ -32,7 +32,8 @@
 
 #if MCU_PACKED_PW_SMALL && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
 #ifndef MCU_PWS_Q16_COUT
-#define MCU_PWS_Q16_COUT 0 /* the output channels of every 16-tap quads layer of a model where they agree (specialise.py); 0: any */
+/* the output channels whose 16-tap quads store at immediate offsets (specialise.py); 0: any count */
+#define MCU_PWS_Q16_COUT 0
 #endif
 #ifndef MCU_PWS_Q32_COUT
 #define MCU_PWS_Q32_COUT 0 /* as MCU_PWS_Q16_COUT, 32 taps */
@@ -438,7 +439,7 @@ static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, i
 {
 #if MCU_PWS_QUADS
     const int32_t known = kp == 16 ? MCU_PWS_Q16_COUT : MCU_PWS_Q32_COUT;
-    if (pairs >= 2 && (known == 0 || known == cout)) { /* pairs of pairs as quads, from the run's first; a pair left over after them */
+    if (pairs >= 2 && (known == 0 || known == cout)) { /* pairs of pairs as quads from the run's first, a pair left */
         const int32_t quads = pairs / 2;
         const int32_t back = step > 0 ? 0 : 1; /* backward, a quad's lowest pixel is its second pair's */
         const mcu_pws_state q = {x - back * 2 * kp,
@@ -547,6 +548,18 @@ typedef struct {
     "ldr r12, [r5, #.Lp8_o + 80 + (.Lp8_c %% 4) * 4]\n\t"                                                 \
     "ldr lr, [r5, #.Lp8_o + 84 + (.Lp8_c %% 4) * 4]\n\t" MCU_PW8_16_OUT
 
+/* The pair's input words (A's in r6, r7; B's in r11, r12) widened with the offset (lr) into the column: pixel A's
+ * r0-r3, B's r8-r11, taps (0,2), (1,3), (4,6), (5,7) as the weight words. */
+#define MCU_PW8_16_WIDEN                                                                                   \
+    "sxtab16 r0, lr, r6\n\t"                                                                               \
+    "sxtab16 r1, lr, r6, ror #8\n\t"                                                                       \
+    "sxtab16 r2, lr, r7\n\t"                                                                               \
+    "sxtab16 r3, lr, r7, ror #8\n\t"                                                                       \
+    "sxtab16 r8, lr, r11\n\t"                                                                              \
+    "sxtab16 r9, lr, r11, ror #8\n\t"                                                                      \
+    "sxtab16 r10, lr, r12\n\t"                                                                             \
+    "sxtab16 r11, lr, r12, ror #8\n\t"
+
 #if MCU_PW8_16_PASS == 16
 /* On the Cortex-M33 the 16 channels' (m, C) wait in s0-s31 for the call (four VLDM), two VMOV a channel of a pair
  * where a third run of two loads took 3 cycles: 16 cycles a pair less for 2 more at the loop's ends (the call's state
@@ -586,14 +599,7 @@ static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st
         "ldr r11, [r12, #8]\n\t"
         "ldr lr, [sp, #12]\n\t"
         "ldr r12, [r12, #12]\n\t"
-        "sxtab16 r0, lr, r6\n\t"
-        "sxtab16 r1, lr, r6, ror #8\n\t"
-        "sxtab16 r2, lr, r7\n\t"
-        "sxtab16 r3, lr, r7, ror #8\n\t"
-        "sxtab16 r8, lr, r11\n\t"
-        "sxtab16 r9, lr, r11, ror #8\n\t"
-        "sxtab16 r10, lr, r12\n\t"
-        "sxtab16 r11, lr, r12, ror #8\n\t"
+        MCU_PW8_16_WIDEN
         MCU_PW8_16_CH_S(0, 0, 1) MCU_PW8_16_CH_S(1, 2, 3) MCU_PW8_16_CH_S(2, 4, 5) MCU_PW8_16_CH_S(3, 6, 7)
         MCU_PW8_16_CH_S(4, 8, 9) MCU_PW8_16_CH_S(5, 10, 11) MCU_PW8_16_CH_S(6, 12, 13) MCU_PW8_16_CH_S(7, 14, 15)
         MCU_PW8_16_CH_S(8, 16, 17) MCU_PW8_16_CH_S(9, 18, 19) MCU_PW8_16_CH_S(10, 20, 21)
@@ -641,14 +647,7 @@ static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st
         "ldr r11, [r12, #8]\n\t"
         "ldr r12, [r12, #12]\n\t"
         "vmov lr, s3\n\t"
-        "sxtab16 r0, lr, r6\n\t"
-        "sxtab16 r1, lr, r6, ror #8\n\t"
-        "sxtab16 r2, lr, r7\n\t"
-        "sxtab16 r3, lr, r7, ror #8\n\t"
-        "sxtab16 r8, lr, r11\n\t"
-        "sxtab16 r9, lr, r11, ror #8\n\t"
-        "sxtab16 r10, lr, r12\n\t"
-        "sxtab16 r11, lr, r12, ror #8\n\t"
+        MCU_PW8_16_WIDEN
         "2:\n\t"
         ".set .Lp8_c, 0\n\t"
         ".rept " MCU_PW8_16_STR(MCU_PW8_16_PASS) "\n\t" MCU_PW8_16_CH ".set .Lp8_c, .Lp8_c + 1\n\t"
@@ -676,6 +675,7 @@ static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st
 #undef MCU_PW8_16_CH
 #undef MCU_PW8_16_DOT
 #undef MCU_PW8_16_OUT
+#undef MCU_PW8_16_WIDEN
 #undef MCU_PW8_16_STR
 #undef MCU_PW8_16_STR2
 #define MCU_PW8_16_BUILT 1
