@@ -33,7 +33,7 @@ NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
         "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
         "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0, "MCU_PACKED_PW8_16": 0,
-        "MCU_PACKED_ROWS_COUT": 0}
+        "MCU_PACKED_ROWS_COUT": 0, "MCU_PWS_Q16_COUT": 0, "MCU_PWS_Q32_COUT": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -51,9 +51,11 @@ EXPECTED = {
     "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, PACKED_SCALED=1, **NARROW),
     # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer (scaled, its column in registers,
     # 16 channels out: mcu_pw8_16_regs); the 16->32, 32->32 and 32->64 ones (scaled, streams of 1.7 to 5.4 kB:
-    # pw_small_s8_dsp.h); the 3 x 3 ones by three pixels, 9 x 256 taps (pw3_s8_dsp.h)
-    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_ROWS_COUT=8, PACKED_PW8=1, PACKED_PW_PAIRS=1,
-                             PACKED_SCALED=1, PACKED_PW8_16=1, PACKED_PW_SMALL=1, PACKED_PW3_TAPS=2304, **NARROW),
+    # pw_small_s8_dsp.h, the quads' bytes at immediate offsets for 32 channels out, the 32 -> 32 layer's count over the
+    # 32 -> 64 one's 12 x 12 pixels); the 3 x 3 ones by three pixels, 9 x 256 taps (pw3_s8_dsp.h)
+    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_ROWS_COUT=8,
+                             PACKED_PW8=1, PACKED_PW_PAIRS=1, PACKED_SCALED=1, PACKED_PW8_16=1, PACKED_PW_SMALL=1,
+                             PACKED_PW3_TAPS=2304, PWS_Q16_COUT=32, PWS_Q32_COUT=32, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
                         **NARROW),
@@ -138,6 +140,14 @@ def test_defines_from_layers() -> None:
         assert packed_defines([_layer(**pws, cout=64)])["MCU_PACKED_PW_SMALL"] == 0
         assert packed_defines([_layer(**pws, cout=64, scaled=True, act_max=100)])["MCU_PACKED_PW_SMALL"] == 0
         assert packed_defines([_layer(**{**pws, "pixels": 1}, cout=64, scaled=True)])["MCU_PACKED_PW_SMALL"] == 0
+    # the quads' output count: the layer of the most outputs among those of two pairs or more; methods that differ: any
+    quads = [_layer(32, cout=c, pointwise=True, flat=True, pixels=p, scaled=True) for c, p in ((64, 144), (32, 576))]
+    assert packed_defines(quads)["MCU_PWS_Q32_COUT"] == 32
+    assert packed_defines(quads)["MCU_PWS_Q16_COUT"] == 0
+    assert packed_defines([_layer(16, cout=40, pointwise=True, flat=True, pixels=2, scaled=True)])[
+        "MCU_PWS_Q16_COUT"] == 0  # one pair: no quad
+    assert merge_defines([packed_defines(quads[:1]), packed_defines([_layer(24)])])["MCU_PWS_Q32_COUT"] == 64
+    assert merge_defines([packed_defines(quads[:1]), packed_defines(quads[1:])])["MCU_PWS_Q32_COUT"] == 0
     assert packed_defines([_layer(16, cout=96, pointwise=True, flat=True, pixels=2, scaled=True)])[
         "MCU_PACKED_PW_SMALL"] == 1  # 4,992 B
     assert packed_defines([_layer(32, cout=128, pointwise=True, flat=True, pixels=2, scaled=True, group=True)])[

@@ -699,10 +699,20 @@ def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict],
 def test_pw_small_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
     """Flat pointwise layers of 16 and 32 input channels over scaled streams, every pixel pair in one assembly
     (pw_small_s8_dsp.h), bit-exact with the reference on the Cortex-M33 and M4: 1 to 21 pixels (a last odd pixel
-    alone), forward, in place forward and backward (the pairs last first), 4 to 40 channels out (one to ten
-    blocks), extremes of inputs (neighbouring pixels at opposite ones too), weights, multipliers, and biases at the
-    edges of the room the scaled layout leaves."""
+    alone), forward, in place forward and backward (the pairs last first; on the M33 pairs of pairs as quads, a
+    pair left over), 4 to 40 channels out (one to ten blocks), extremes of inputs (neighbouring pixels at opposite
+    ones too), weights, multipliers, and biases at the edges of the room the scaled layout leaves."""
     _batch_on_core(tmp_path_factory, board_name, cases, "pw_small")
+
+
+@requires_qemu
+@pytest.mark.qemu
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(cases=st.lists(_pixel_pair_case(small=True), min_size=12, max_size=12))
+def test_pw_small_quads_known_count_on_core(tmp_path_factory, cases: list[dict]) -> None:
+    """The M33's small-K quads with pixels B to D's bytes at immediate offsets, built for 24 output channels after
+    16 taps and 40 after 32 (the layers of other counts take the pairs), bit-exact with the reference as above."""
+    _batch_on_core(tmp_path_factory, "mps2-an505", cases, "pw_small", {"MCU_PWS_Q16_COUT": 24, "MCU_PWS_Q32_COUT": 40})
 
 
 @requires_qemu

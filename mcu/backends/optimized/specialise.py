@@ -207,6 +207,20 @@ PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACK
          "MCU_PACKED_PW_SMALL", "MCU_PACKED_PW8_16")
 
 
+# The definitions naming the output channels the small-K quads store at immediate offsets (0: any, by a register)
+QUADS_COUT = {16: "MCU_PWS_Q16_COUT", 32: "MCU_PWS_Q32_COUT"}
+STRB_OFFSET_MAX = 4095  # a Thumb-2 STRB's immediate offset: pixel D's last byte of a quad, 3 cout + 3 on
+
+
+def quads_cout(layers: Iterable[PackedLayer], kp: int) -> int:
+    """The output channels the small-K quads of `kp` taps (mcu_pw16_quads / mcu_pw32_quads in pw_small_s8_dsp.h)
+    store at immediate offsets: those of the layer of the most outputs among the ones taking them (two pairs or more);
+    the model's other layers of `kp` taps take the pairs. 0: none (the quads then take any count, by a register)."""
+    small = [layer for layer in layers if layer.takes_pw_small() and layer.kp == kp and layer.pixels >= 4
+             and 3 * layer.cout + 3 <= STRB_OFFSET_MAX]
+    return max(small, key=lambda layer: (layer.pixels * layer.cout, layer.cout)).cout if small else 0
+
+
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
     """The compile definitions of mcu_conv2d_packed_s8.c for a model with these packed layers
     (empty: no packed layer, the kernel is not built)."""
@@ -223,7 +237,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW": int(bool(narrow)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.k3c3 for layer in narrow)),
             "MCU_PACKED_NARROW_ROWS": int(any(layer.rows for layer in narrow)),
-            "MCU_PACKED_ROWS_COUT": _one_depth({layer.cout for layer in narrow if layer.rows}),
+            "MCU_PACKED_ROWS_COUT": _one_count(layer.cout for layer in narrow if layer.rows),
             "MCU_PACKED_NARROW_CLAMP": int(any(layer.clamps() for layer in narrow)),
             "MCU_PACKED_NARROW_FULL": int(any(not layer.clamps() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
@@ -236,7 +250,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_PW8_16": int(any(layer.takes_pw8_16() for layer in layers)),
             "MCU_PACKED_PW_SMALL": int(any(layer.takes_pw_small() for layer in layers)),
             "MCU_PACKED_PW_PAIRS": int(any(layer.takes_pw_pairs() for layer in layers)),
-            "MCU_PACKED_QUADS": int(any(layer.takes_quads() for layer in layers))}
+            "MCU_PACKED_QUADS": int(any(layer.takes_quads() for layer in layers)),
+            **{name: quads_cout(layers, kp) for kp, name in QUADS_COUT.items()}}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -250,9 +265,12 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_PW_GROUP_TAPS": max(p["MCU_PACKED_PW_GROUP_TAPS"] for p in parts),
             "MCU_PACKED_PW3_TAPS": max(p["MCU_PACKED_PW3_TAPS"] for p in parts),
             "MCU_PIXEL4_GROUP": max(p["MCU_PIXEL4_GROUP"] for p in parts),
-            "MCU_PACKED_ROWS_COUT": _one_depth({p["MCU_PACKED_ROWS_COUT"] for p in parts if p["MCU_PACKED_NARROW_ROWS"]})}
+            "MCU_PACKED_ROWS_COUT": _one_count(p["MCU_PACKED_ROWS_COUT"] for p in parts if p["MCU_PACKED_NARROW_ROWS"]),
+            **{name: _one_count(p.get(name, 0) for p in parts) for name in QUADS_COUT.values()}}
 
 
-def _one_depth(depths: set[int]) -> int:
-    """MCU_PACKED_ROWS_COUT: the one output depth of the rows layers, 0 for none or several."""
-    return next(iter(depths)) if len(depths) == 1 else 0
+def _one_count(counts: Iterable[int]) -> int:
+    """The one output count the layers or methods name, 0 where none does or they differ. A count only picks the
+    stores at immediate offsets: a layer of another count takes the general stores, so any answer stays exact."""
+    named = {c for c in counts if c}
+    return named.pop() if len(named) == 1 else 0

@@ -31,6 +31,25 @@
 #define MCU_PWS_STR(x) MCU_PWS_STR2(x)
 
 #if MCU_PACKED_PW_SMALL && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
+#ifndef MCU_PWS_Q16_COUT
+/* the output channels whose 16-tap quads store at immediate offsets (specialise.py); 0: any count */
+#define MCU_PWS_Q16_COUT 0
+#endif
+#ifndef MCU_PWS_Q32_COUT
+#define MCU_PWS_Q32_COUT 0 /* as MCU_PWS_Q16_COUT, 32 taps */
+#endif
+#define MCU_PWQ_COUT(K) MCU_PWS_Q##K##_COUT
+#ifndef MCU_PWS_QUADS
+/* Four pixels by two channels a half block (mcu_pw16_quads, mcu_pw32_quads) for the pairs in twos: each channel's
+ * bias, weight words and (m, C) serve four pixels, the requantization's loads a block are 5 cycles fewer, and the
+ * stream is read once per four pixels. On the Cortex-M33 (8 kB ICACHE); not on the M4, where the L4R5's 1 kB ART
+ * does not hold a pass of two halves (mobilenet_v1 there +368 k cycles). */
+#if defined(__ARM_ARCH_8M_MAIN__)
+#define MCU_PWS_QUADS 1
+#else
+#define MCU_PWS_QUADS 0
+#endif
+#endif
 
 typedef struct {
     const int8_t *x;     /* the first pair's input (pixel A's K bytes, B's after them), word-aligned */
@@ -117,6 +136,17 @@ typedef struct {
     ".set .Lpws_t, .Lpws_t + 1\n\t"                                                                   \
     ".endr\n\t"
 
+/* The eight accumulators to bytes: the scaled layout's shift, saturated to int8. */
+#define MCU_PWS_SSAT8                                                                                     \
+    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r8, #8, r8, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r9, #8, r9, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r10, #8, r10, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+
 /* The block's (m, C) per channel after its 2 K weight words (at r5 + 16 + 8 K): SMMLA and SSAT. */
 #define MCU_PWS_RQ(K)                                                                                     \
     "ldr r0, [r5, #.Lpws_o + 16 + 8 * " #K "]\n\t"                                                                  \
@@ -135,14 +165,7 @@ typedef struct {
     "smmla r11, r11, r0, r1\n\t"                                                                          \
     "smmla r12, r12, r2, r3\n\t"                                                                          \
     "smmla lr, lr, r2, r3\n\t"                                                                            \
-    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r8, #8, r8, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r9, #8, r9, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
-    "ssat r10, #8, r10, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
-    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+    MCU_PWS_SSAT8
 
 /* The block's eight bytes, pixel A's at y (r4) by `stores_a` and B's a stride (s4) after y + b. */
 #define MCU_PWS_STORE(stores_a, b)                                                                        \
@@ -202,8 +225,123 @@ typedef struct {
 #define MCU_PWS_TWO 0
 #endif
 
-/* Every pair of the run: its column, then every block; y then stands at pixel A's output end. */
-#define MCU_PWS_BODY(K, PASS, ODD)                                                                        \
+/* Quads (MCU_PWS_QUADS): four pixels by two channels a half block. Input words j of the four pixels (x at r12, each
+ * pixel K bytes on; the offset in lr) into the column words (A, B, C, D) of tap pairs 2 j and 2 j + 1 at sp + 32 j. */
+#define MCU_PWQ_COL(K)                                                                                    \
+    ".set .Lpwq_j, 0\n\t"                                                                               \
+    ".rept " #K " / 4\n\t"                                                                                \
+    "ldr r0, [r12, #4 * .Lpwq_j]\n\t"                                                                   \
+    "ldr r1, [r12, #" #K " + 4 * .Lpwq_j]\n\t"                                                          \
+    "ldr r2, [r12, #2 * " #K " + 4 * .Lpwq_j]\n\t"                                                      \
+    "ldr r3, [r12, #3 * " #K " + 4 * .Lpwq_j]\n\t"                                                      \
+    "sxtab16 r6, lr, r0\n\t"                                                                              \
+    "sxtab16 r7, lr, r1\n\t"                                                                              \
+    "sxtab16 r8, lr, r2\n\t"                                                                              \
+    "sxtab16 r9, lr, r3\n\t"                                                                              \
+    "str r6, [sp, #32 * .Lpwq_j]\n\t"                                                                   \
+    "str r7, [sp, #32 * .Lpwq_j + 4]\n\t"                                                               \
+    "str r8, [sp, #32 * .Lpwq_j + 8]\n\t"                                                               \
+    "str r9, [sp, #32 * .Lpwq_j + 12]\n\t"                                                              \
+    "sxtab16 r6, lr, r0, ror #8\n\t"                                                                      \
+    "sxtab16 r7, lr, r1, ror #8\n\t"                                                                      \
+    "sxtab16 r8, lr, r2, ror #8\n\t"                                                                      \
+    "sxtab16 r9, lr, r3, ror #8\n\t"                                                                      \
+    "str r6, [sp, #32 * .Lpwq_j + 16]\n\t"                                                              \
+    "str r7, [sp, #32 * .Lpwq_j + 20]\n\t"                                                              \
+    "str r8, [sp, #32 * .Lpwq_j + 24]\n\t"                                                              \
+    "str r9, [sp, #32 * .Lpwq_j + 28]\n\t"                                                              \
+    ".set .Lpwq_j, .Lpwq_j + 1\n\t"                                                                   \
+    ".endr\n\t"
+
+/* A half block (channels .Lpwq_c and .Lpwq_c + 1 of the block at the stream's offset .Lpws_o) for four pixels:
+ * channel 0's pixels A-D in r6-r9, channel 1's in r10-r12 and lr. Tap pair 0 with the biases (C and D's SMLAD
+ * first, then B's, A's last, while the registers hold the biases alone); each other tap pair is the four pixels'
+ * column words and the two channels' weight words in two runs, eight SMLAD, as a pair's block; the requantization
+ * loads two channels' (m, C) in one run of four where a pair's block loads four in two (5 cycles a block less). */
+#define MCU_PWQ_HALF(K)                                                                                   \
+    "ldr r2, [r5, #.Lpws_o + 16 + 4 * .Lpwq_c]\n\t"                                                      \
+    "ldr r3, [r5, #.Lpws_o + 20 + 4 * .Lpwq_c]\n\t"                                                      \
+    "ldr r6, [r5, #.Lpws_o + 4 * .Lpwq_c]\n\t"                                                           \
+    "ldr r10, [r5, #.Lpws_o + 4 + 4 * .Lpwq_c]\n\t"                                                      \
+    "ldr r0, [sp, #8]\n\t"                                                                               \
+    "ldr r1, [sp, #12]\n\t"                                                                              \
+    "smlad r8, r0, r2, r6\n\t"                                                                            \
+    "smlad r12, r0, r3, r10\n\t"                                                                          \
+    "smlad r9, r1, r2, r6\n\t"                                                                            \
+    "smlad lr, r1, r3, r10\n\t"                                                                           \
+    "ldr r0, [sp, #0]\n\t"                                                                               \
+    "ldr r1, [sp, #4]\n\t"                                                                               \
+    "smlad r7, r1, r2, r6\n\t"                                                                            \
+    "smlad r11, r1, r3, r10\n\t"                                                                          \
+    "smlad r6, r0, r2, r6\n\t"                                                                            \
+    "smlad r10, r0, r3, r10\n\t"                                                                          \
+    ".set .Lpwq_t, 1\n\t"                                                                               \
+    ".rept " #K " / 2 - 1\n\t"                                                                            \
+    "ldr r0, [sp, #16 * .Lpwq_t]\n\t"                                                                   \
+    "ldr r1, [sp, #16 * .Lpwq_t + 4]\n\t"                                                               \
+    "ldr r2, [r5, #.Lpws_o + 16 + 16 * .Lpwq_t + 4 * .Lpwq_c]\n\t"                                       \
+    "ldr r3, [r5, #.Lpws_o + 20 + 16 * .Lpwq_t + 4 * .Lpwq_c]\n\t"                                       \
+    "smlad r6, r0, r2, r6\n\t"                                                                            \
+    "smlad r10, r0, r3, r10\n\t"                                                                          \
+    "smlad r7, r1, r2, r7\n\t"                                                                            \
+    "smlad r11, r1, r3, r11\n\t"                                                                          \
+    "ldr r0, [sp, #16 * .Lpwq_t + 8]\n\t"                                                               \
+    "ldr r1, [sp, #16 * .Lpwq_t + 12]\n\t"                                                              \
+    "smlad r8, r0, r2, r8\n\t"                                                                            \
+    "smlad r12, r0, r3, r12\n\t"                                                                          \
+    "smlad r9, r1, r2, r9\n\t"                                                                            \
+    "smlad lr, r1, r3, lr\n\t"                                                                            \
+    ".set .Lpwq_t, .Lpwq_t + 1\n\t"                                                                   \
+    ".endr\n\t"                                                                                          \
+    "ldr r0, [r5, #.Lpws_o + 16 + 8 * " #K " + 8 * .Lpwq_c]\n\t"                                          \
+    "ldr r1, [r5, #.Lpws_o + 20 + 8 * " #K " + 8 * .Lpwq_c]\n\t"                                          \
+    "ldr r2, [r5, #.Lpws_o + 24 + 8 * " #K " + 8 * .Lpwq_c]\n\t"                                          \
+    "ldr r3, [r5, #.Lpws_o + 28 + 8 * " #K " + 8 * .Lpwq_c]\n\t"                                          \
+    "smmla r6, r6, r0, r1\n\t"                                                                            \
+    "smmla r7, r7, r0, r1\n\t"                                                                            \
+    "smmla r8, r8, r0, r1\n\t"                                                                            \
+    "smmla r9, r9, r0, r1\n\t"                                                                            \
+    "smmla r10, r10, r2, r3\n\t"                                                                          \
+    "smmla r11, r11, r2, r3\n\t"                                                                          \
+    "smmla r12, r12, r2, r3\n\t"                                                                          \
+    "smmla lr, lr, r2, r3\n\t"                                                                            \
+    MCU_PWS_SSAT8                                                                                          \
+    ".if .Lpwq_s\n\t"                                                                                     \
+    "strb r7, [r4, #.Lpwq_s + .Lpwq_a]\n\t"                                                              \
+    "strb r11, [r4, #.Lpwq_s + .Lpwq_a + 1]\n\t"                                                         \
+    "strb r8, [r4, #2 * .Lpwq_s + .Lpwq_a]\n\t"                                                          \
+    "strb r12, [r4, #2 * .Lpwq_s + .Lpwq_a + 1]\n\t"                                                     \
+    "strb r9, [r4, #3 * .Lpwq_s + .Lpwq_a]\n\t"                                                          \
+    "strb lr, [r4, #3 * .Lpwq_s + .Lpwq_a + 1]\n\t"                                                      \
+    ".else\n\t"                                                                                           \
+    "vmov r0, s4\n\t"                                                                                     \
+    "add r1, r4, r0\n\t"                                                                                  \
+    "add r2, r1, r0\n\t"                                                                                  \
+    "add r3, r2, r0\n\t"                                                                                  \
+    "strb r7, [r1, #.Lpwq_a]\n\t"                                                                        \
+    "strb r11, [r1, #.Lpwq_a + 1]\n\t"                                                                   \
+    "strb r8, [r2, #.Lpwq_a]\n\t"                                                                        \
+    "strb r12, [r2, #.Lpwq_a + 1]\n\t"                                                                   \
+    "strb r9, [r3, #.Lpwq_a]\n\t"                                                                        \
+    "strb lr, [r3, #.Lpwq_a + 1]\n\t"                                                                    \
+    ".endif\n\t"                                                                                          \
+    "strb r10, [r4, #.Lpwq_a + 1]\n\t"
+
+/* A pass: one block of four channels as two halves, y on by 4 at the first half's last store (the second's bytes
+ * then 2 back from y), the stream on by a block. Pixels B-D's bytes at immediate offsets from y where the output
+ * channels are known (the gas symbol .Lpwq_s, MCU_PWS_Q16_COUT / MCU_PWS_Q32_COUT: 4 cycles a half block less),
+ * else from three addresses a stride (s4) apart. */
+#define MCU_PWQ_PASS(K)                                                                                   \
+    ".set .Lpwq_s, " MCU_PWS_STR(MCU_PWQ_COUT(K)) "\n\t"                                                  \
+    "2:\n\t"                                                                                              \
+    ".set .Lpws_o, 0\n\t"                                                                               \
+    ".set .Lpwq_c, 0\n\t"                                                                               \
+    ".set .Lpwq_a, 0\n\t" MCU_PWQ_HALF(K) "strb r6, [r4], #4\n\t"                                       \
+    ".set .Lpwq_c, 2\n\t"                                                                               \
+    ".set .Lpwq_a, -2\n\t" MCU_PWQ_HALF(K) "strb r6, [r4, #-2]\n\t" MCU_PWS_NEXT("80 + 8 * " #K)
+
+/* Every pair (quad) of the run: its column (W words), then every block; y then stands at pixel A's output end. */
+#define MCU_PWS_BODY(K, W, COL, PASS, ODD)                                                                \
     "vmov s10, r7\n\t"                                                                                    \
     "ldm r4, {r0, r1, r2, r3, r5, r6, r8, r9, r10, r12}\n\t"                                              \
     "vmov s0, r0\n\t"                                                                                     \
@@ -216,14 +354,14 @@ typedef struct {
     "vmov s7, r9\n\t"                                                                                     \
     "vmov s9, r12\n\t"                                                                                    \
     "mov r4, r10\n\t"                                                                                     \
-    "sub sp, sp, #4 * " #K "\n\t" /* the column, below the frame */                                      \
+    "sub sp, sp, #4 * " #W "\n\t" /* the column, below the frame */                                      \
     "1:\n\t"                                                                                              \
     "vmov r12, s0\n\t"                                                                                    \
     "vmov lr, s2\n\t"                                                                                     \
     "add lr, r12, lr\n\t"                                                                                 \
     "vmov s0, lr\n\t"                                                                                     \
     "vmov lr, s5\n\t"                                                                                     \
-    MCU_PWS_COL(K)                                                                                        \
+    COL(K)                                                                                                \
     "vmov r5, s6\n\t"                                                                                     \
     PASS(K)                                                                                               \
     "vmov r12, s1\n\t"                                                                                    \
@@ -235,7 +373,7 @@ typedef struct {
     "b 1b\n\t"                                                                                            \
     ODD                                                                                                   \
     "9:\n\t"                                                                                              \
-    "add sp, sp, #4 * " #K "\n\t"                                                                          \
+    "add sp, sp, #4 * " #W "\n\t"                                                                          \
     "vmov r7, s10\n\t"
 
 #define MCU_PWS_CLOBBERS                                                                                  \
@@ -245,15 +383,32 @@ typedef struct {
 static __attribute__((noinline)) void mcu_pw16_regs(const mcu_pws_state *st)
 {
     register const mcu_pws_state *s __asm__("r4") = st;
-    __asm__ volatile(MCU_PWS_BODY(16, MCU_PWS_PASS2, MCU_PWS_ODD) : "+r"(s) : : MCU_PWS_CLOBBERS);
+    __asm__ volatile(MCU_PWS_BODY(16, 16, MCU_PWS_COL, MCU_PWS_PASS2, MCU_PWS_ODD) : "+r"(s) : : MCU_PWS_CLOBBERS);
 }
 
 static __attribute__((noinline)) void mcu_pw32_regs(const mcu_pws_state *st)
 {
     register const mcu_pws_state *s __asm__("r4") = st;
-    __asm__ volatile(MCU_PWS_BODY(32, MCU_PWS_PASS1, "") : "+r"(s) : : MCU_PWS_CLOBBERS);
+    __asm__ volatile(MCU_PWS_BODY(32, 32, MCU_PWS_COL, MCU_PWS_PASS1, "") : "+r"(s) : : MCU_PWS_CLOBBERS);
 }
 
+#if MCU_PWS_QUADS
+static __attribute__((noinline)) void mcu_pw16_quads(const mcu_pws_state *st)
+{
+    register const mcu_pws_state *s __asm__("r4") = st;
+    __asm__ volatile(MCU_PWS_BODY(16, 32, MCU_PWQ_COL, MCU_PWQ_PASS, "") : "+r"(s) : : MCU_PWS_CLOBBERS);
+}
+
+static __attribute__((noinline)) void mcu_pw32_quads(const mcu_pws_state *st)
+{
+    register const mcu_pws_state *s __asm__("r4") = st;
+    __asm__ volatile(MCU_PWS_BODY(32, 64, MCU_PWQ_COL, MCU_PWQ_PASS, "") : "+r"(s) : : MCU_PWS_CLOBBERS);
+}
+#endif
+
+#undef MCU_PWQ_PASS
+#undef MCU_PWQ_HALF
+#undef MCU_PWQ_COL
 #undef MCU_PWS_BODY
 #undef MCU_PWS_PASS1
 #undef MCU_PWS_PASS2
@@ -264,6 +419,7 @@ static __attribute__((noinline)) void mcu_pw32_regs(const mcu_pws_state *st)
 #undef MCU_PWS_A_NEXT
 #undef MCU_PWS_A_AT
 #undef MCU_PWS_RQ
+#undef MCU_PWS_SSAT8
 #undef MCU_PWS_TAPS
 #undef MCU_PWS_TAP0
 #undef MCU_PWS_COL
@@ -281,6 +437,34 @@ static inline int mcu_pw_small_takes(int tail, int32_t kp)
 static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, int step, int32_t kp, int32_t cout,
                                     int32_t input_offset, const int32_t *blocks)
 {
+#if MCU_PWS_QUADS
+    const int32_t known = kp == 16 ? MCU_PWS_Q16_COUT : MCU_PWS_Q32_COUT;
+    if (pairs >= 2 && (known == 0 || known == cout)) { /* pairs of pairs as quads from the run's first, a pair left */
+        const int32_t quads = pairs / 2;
+        const int32_t back = step > 0 ? 0 : 1; /* backward, a quad's lowest pixel is its second pair's */
+        const mcu_pws_state q = {x - back * 2 * kp,
+                                 quads,
+                                 4 * kp * step,
+                                 step > 0 ? 3 * cout : -5 * cout,
+                                 cout,
+                                 ((uint32_t)input_offset & 0xFFFFu) * 0x10001u,
+                                 blocks,
+                                 blocks + (cout / 4) * mcu_packed_block_words(kp),
+                                 y - back * 2 * cout,
+                                 0};
+        if (kp == 16) {
+            mcu_pw16_quads(&q);
+        } else {
+            mcu_pw32_quads(&q);
+        }
+        if (pairs % 2 == 0) {
+            return;
+        }
+        x += 4 * kp * step * quads;
+        y += 4 * cout * step * quads;
+        pairs = 1;
+    }
+#endif
     const mcu_pws_state s = {x,
                              pairs,
                              2 * kp * step,
@@ -333,8 +517,9 @@ typedef struct {
 #define MCU_PW8_16_STR2(x) #x
 #define MCU_PW8_16_STR(x) MCU_PW8_16_STR2(x)
 
-/* Output channel .Lp8_c of a pass: block c / 4 (36 words: 4 biases, 16 weight words by tap pair, (m, C) per channel). */
-#define MCU_PW8_16_CH                                                                                      \
+/* Output channel .Lp8_c of a pass: block c / 4 (36 words: 4 biases, 16 weight words by tap pair, (m, C) per channel);
+ * its bias and weights into both pixels' sums... */
+#define MCU_PW8_16_DOT                                                                                     \
     ".set .Lp8_o, (.Lp8_c / 4) * 144 + (.Lp8_c %% 4) * 4\n\t"                                             \
     "ldr r6, [r5, #.Lp8_o]\n\t"                                                                           \
     "ldr r12, [r5, #.Lp8_o + 16]\n\t"                                                                     \
@@ -348,16 +533,93 @@ typedef struct {
     "smlad r7, r10, r12, r7\n\t"                                                                          \
     "smlad r6, r2, r12, r6\n\t"                                                                           \
     "smlad r7, r11, lr, r7\n\t"                                                                           \
-    "smlad r6, r3, lr, r6\n\t"                                                                            \
-    "ldr r12, [r5, #.Lp8_o + 80 + (.Lp8_c %% 4) * 4]\n\t"                                                 \
-    "ldr lr, [r5, #.Lp8_o + 84 + (.Lp8_c %% 4) * 4]\n\t"                                                  \
+    "smlad r6, r3, lr, r6\n\t"
+/* ... its (m, C) in r12 and lr to its two bytes. */
+#define MCU_PW8_16_OUT                                                                                     \
     "smmla r6, r6, r12, lr\n\t"                                                                           \
     "smmla r7, r7, r12, lr\n\t"                                                                           \
     "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
     "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
     "strb r6, [r4, #.Lp8_c]\n\t"                                                                          \
     "strb r7, [r4, #16 + .Lp8_c]\n\t"
+/* The channel with its (m, C) from the stream. */
+#define MCU_PW8_16_CH                                                                                      \
+    MCU_PW8_16_DOT                                                                                         \
+    "ldr r12, [r5, #.Lp8_o + 80 + (.Lp8_c %% 4) * 4]\n\t"                                                 \
+    "ldr lr, [r5, #.Lp8_o + 84 + (.Lp8_c %% 4) * 4]\n\t" MCU_PW8_16_OUT
 
+/* The pair's input words (A's in r6, r7; B's in r11, r12) widened with the offset (lr) into the column: pixel A's
+ * r0-r3, B's r8-r11, taps (0,2), (1,3), (4,6), (5,7) as the weight words. */
+#define MCU_PW8_16_WIDEN                                                                                   \
+    "sxtab16 r0, lr, r6\n\t"                                                                               \
+    "sxtab16 r1, lr, r6, ror #8\n\t"                                                                       \
+    "sxtab16 r2, lr, r7\n\t"                                                                               \
+    "sxtab16 r3, lr, r7, ror #8\n\t"                                                                       \
+    "sxtab16 r8, lr, r11\n\t"                                                                              \
+    "sxtab16 r9, lr, r11, ror #8\n\t"                                                                      \
+    "sxtab16 r10, lr, r12\n\t"                                                                             \
+    "sxtab16 r11, lr, r12, ror #8\n\t"
+
+#if MCU_PW8_16_PASS == 16
+/* On the Cortex-M33 the 16 channels' (m, C) wait in s0-s31 for the call (four VLDM), two VMOV a channel of a pair
+ * where a third run of two loads took 3 cycles: 16 cycles a pair less for 2 more at the loop's ends (the call's state
+ * on the stack, 24 bytes below the frame, instead of in s0-s5). */
+#define MCU_PW8_16_CH_S(c, m, k)                                                                           \
+    ".set .Lp8_c, " #c "\n\t" MCU_PW8_16_DOT "vmov r12, s" #m "\n\t"                                     \
+    "vmov lr, s" #k "\n\t" MCU_PW8_16_OUT
+
+static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st)
+{
+    register const mcu_pw8_16_state *s __asm__("r4") = st;
+    __asm__ volatile(
+        "ldm r4, {r0, r1, r2, r3, r5, r6, r8}\n\t"
+        "sub sp, sp, #24\n\t" /* x, dx, dy, the offset, y's end, the saved r7 */
+        "str r0, [sp]\n\t"
+        "str r1, [sp, #4]\n\t"
+        "str r2, [sp, #8]\n\t"
+        "str r3, [sp, #12]\n\t"
+        "str r8, [sp, #16]\n\t"
+        "str r7, [sp, #20]\n\t"
+        "mov r4, r6\n\t"
+        "add r0, r5, #80\n\t"
+        "vldm r0, {s0-s7}\n\t"
+        "add r0, r5, #224\n\t"
+        "vldm r0, {s8-s15}\n\t"
+        "add r0, r5, #368\n\t"
+        "vldm r0, {s16-s23}\n\t"
+        "add r0, r5, #512\n\t"
+        "vldm r0, {s24-s31}\n\t"
+        "1:\n\t" /* the pair's column, its offset added: taps (0,2), (1,3), (4,6), (5,7) as the weight words */
+        "ldr r12, [sp]\n\t"
+        "ldr lr, [sp, #4]\n\t"
+        "add lr, r12, lr\n\t"
+        "str lr, [sp]\n\t"
+        "ldr r6, [r12]\n\t"
+        "ldr r7, [r12, #4]\n\t"
+        "ldr r11, [r12, #8]\n\t"
+        "ldr lr, [sp, #12]\n\t"
+        "ldr r12, [r12, #12]\n\t"
+        MCU_PW8_16_WIDEN
+        MCU_PW8_16_CH_S(0, 0, 1) MCU_PW8_16_CH_S(1, 2, 3) MCU_PW8_16_CH_S(2, 4, 5) MCU_PW8_16_CH_S(3, 6, 7)
+        MCU_PW8_16_CH_S(4, 8, 9) MCU_PW8_16_CH_S(5, 10, 11) MCU_PW8_16_CH_S(6, 12, 13) MCU_PW8_16_CH_S(7, 14, 15)
+        MCU_PW8_16_CH_S(8, 16, 17) MCU_PW8_16_CH_S(9, 18, 19) MCU_PW8_16_CH_S(10, 20, 21)
+        MCU_PW8_16_CH_S(11, 22, 23) MCU_PW8_16_CH_S(12, 24, 25) MCU_PW8_16_CH_S(13, 26, 27)
+        MCU_PW8_16_CH_S(14, 28, 29) MCU_PW8_16_CH_S(15, 30, 31)
+        "ldr r12, [sp, #8]\n\t"
+        "ldr lr, [sp, #16]\n\t"
+        "add r4, r4, r12\n\t"
+        "cmp r4, lr\n\t"
+        "bne 1b\n\t"
+        "ldr r7, [sp, #20]\n\t"
+        "add sp, sp, #24\n\t"
+        : "+r"(s)
+        :
+        : "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4",
+          "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20",
+          "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31", "cc", "memory");
+}
+#undef MCU_PW8_16_CH_S
+#else
 static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st)
 {
     register const mcu_pw8_16_state *s __asm__("r4") = st;
@@ -385,14 +647,7 @@ static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st
         "ldr r11, [r12, #8]\n\t"
         "ldr r12, [r12, #12]\n\t"
         "vmov lr, s3\n\t"
-        "sxtab16 r0, lr, r6\n\t"
-        "sxtab16 r1, lr, r6, ror #8\n\t"
-        "sxtab16 r2, lr, r7\n\t"
-        "sxtab16 r3, lr, r7, ror #8\n\t"
-        "sxtab16 r8, lr, r11\n\t"
-        "sxtab16 r9, lr, r11, ror #8\n\t"
-        "sxtab16 r10, lr, r12\n\t"
-        "sxtab16 r11, lr, r12, ror #8\n\t"
+        MCU_PW8_16_WIDEN
         "2:\n\t"
         ".set .Lp8_c, 0\n\t"
         ".rept " MCU_PW8_16_STR(MCU_PW8_16_PASS) "\n\t" MCU_PW8_16_CH ".set .Lp8_c, .Lp8_c + 1\n\t"
@@ -416,7 +671,11 @@ static __attribute__((noinline)) void mcu_pw8_16_regs(const mcu_pw8_16_state *st
         : "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4",
           "s5", "s6", "s7", "cc", "memory");
 }
+#endif
 #undef MCU_PW8_16_CH
+#undef MCU_PW8_16_DOT
+#undef MCU_PW8_16_OUT
+#undef MCU_PW8_16_WIDEN
 #undef MCU_PW8_16_STR
 #undef MCU_PW8_16_STR2
 #define MCU_PW8_16_BUILT 1
