@@ -655,8 +655,37 @@ static inline int32_t mcu_narrow_x3_put(mcu_narrow_x3_state *st, const mcu_conv2
 #endif /* MCU_PACKED_NARROW_K3C3 */
 
 /* The layer (mcu_narrow_applies, pixels in forward order), `blocks` after the stream's header. */
+/* Pixels whose columns wait in a buffer for the stream's parts (mcu_narrow_parts_flush), at most. */
+#define MCU_NARROW_PARTS_MAX 32
+
+/* The buffered pixels' outputs, the stream by parts: each part (at most a way of the two-way cache the weights
+ * share with the code, MCU_PIXEL4_STREAM_MIN / 2 bytes) for every buffered pixel, so that no set holds two of the
+ * part's lines beside the loop's; the parts forward and backward in turn, a group starting on the part the last
+ * one left cached. */
+static void mcu_narrow_parts_flush(mcu_narrow_state *st, const int16_t *cols, int32_t stride, int8_t *const *ys,
+                                   int32_t n, int32_t part, int back)
+{
+    const int32_t *blocks = st->blocks;
+    const int32_t cout = st->cout, words = mcu_packed_block_words(st->kp), nblocks = cout / 4;
+    for (int32_t k = 0; k < nblocks; k += part) {
+        const int32_t b0 = back ? ((nblocks - 1 - k) / part) * part : k;
+        st->blocks = blocks + b0 * words;
+        st->cout = 4 * (nblocks - b0 < part ? nblocks - b0 : part);
+        for (int32_t q = 0; q < n; ++q) {
+            st->col = cols + q * stride;
+            mcu_narrow_pixel(st, ys[q] + 4 * b0);
+        }
+    }
+    st->blocks = blocks;
+    st->cout = cout;
+}
+
+/* `group`: the stream's FLAG_GROUP (its weights wait behind a cache the code shares, the U575's ICACHE); `buf` of
+ * `buf_taps` int16 holds the columns of the pixels that share each read of a part of a stream over a way (else
+ * unused). */
 static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_t *input, const int32_t *blocks,
-                                      int8_t *output, int32_t kp, int direction)
+                                      int8_t *output, int32_t kp, int direction, int group, int16_t *buf,
+                                      int32_t buf_taps)
 {
 #if MCU_PACKED_NARROW_K3C3
     _Alignas(8) int16_t col[3 * MCU_NARROW_X3_TAPS]; /* one column, or mcu_narrow_x3's three */
@@ -727,6 +756,21 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
         ow_hi = ow_hi < out.w ? ow_hi : out.w;
         ow_lo = ow_lo < ow_hi ? ow_lo : ow_hi;
     }
+    /* A stream over a way of a two-way cache that also holds the loop re-read by every pixel loses both lines of each
+     * set it covers twice wherever the loop has a line there (ds_cnn's 10x4 layer, 6,416 B): where the weights wait
+     * behind such a cache, the pixels' columns wait in `buf` and the stream runs by parts of at most a way for all of
+     * them. Forward (direction 0) no pixel's output lands on a later pixel's input, and every column of a group is
+     * built before any of its outputs is written: the one-pixel order's overlaps stay safe. */
+    const int32_t nblocks = out.c / 4, words = mcu_packed_block_words(kp), stride = (kp + 3) & ~3;
+    const int32_t fit = MCU_PIXEL4_STREAM_MIN / 2 / (4 * words);
+    const int32_t most = fit < 1 ? 1 : fit, nparts = (nblocks + most - 1) / most;
+    const int32_t part = (nblocks + nparts - 1) / nparts;
+    int32_t gmax = buf_taps / stride;
+    gmax = gmax < MCU_NARROW_PARTS_MAX ? gmax : MCU_NARROW_PARTS_MAX;
+    const int parts = group && direction == 0 && !k3c3 && nparts > 1 && gmax >= 2;
+    int8_t *ys[MCU_NARROW_PARTS_MAX];
+    int32_t nq = 0;
+    int back = 0;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * c;
         int8_t *y_n = output + (int64_t)b * out.h * out.w * out.c;
@@ -779,6 +823,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                     st.step = step;
                     continue;
                 }
+                int16_t *dst = parts ? buf + nq * stride : col;
                 if (ow >= lo && ow < hi && c % 4 != 0) {
                     /* an interior window of few channels: kh runs of kw * c bytes, then widened
                      * (raw's taps past the window hold the zero-point: filled above) */
@@ -786,13 +831,25 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                     for (int32_t i = 0; i < kh; ++i, src += st.step) {
                         mcu_copy_run_s8(raw + i * run, src, run);
                     }
-                    mcu_column_s8(raw, kp, off, col);
+                    mcu_column_s8(raw, kp, off, dst);
                 } else {
-                    mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
+                    mcu_conv_column_s16(p, x_n, oh, ow, kp, dst, raw);
                 }
-                mcu_narrow_pixel(&st, y);
+                if (!parts) {
+                    mcu_narrow_pixel(&st, y);
+                    continue;
+                }
+                ys[nq++] = y;
+                if (nq == gmax) {
+                    mcu_narrow_parts_flush(&st, buf, stride, ys, nq, part, back);
+                    nq = 0;
+                    back ^= 1;
+                }
             }
         }
+    }
+    if (nq > 0) {
+        mcu_narrow_parts_flush(&st, buf, stride, ys, nq, part, back);
     }
 }
 

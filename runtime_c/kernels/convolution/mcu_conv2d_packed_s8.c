@@ -676,7 +676,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         /* this build left out the engine of some narrow layers' stores */
         MCU_REQUIRE(clamp ? MCU_PACKED_NARROW_CLAMP : MCU_PACKED_NARROW_FULL, MCU_ERR_UNSUPPORTED);
 #endif
-        mcu_conv_narrow_s8(p, input, packed, output, kp, direction);
+        mcu_conv_narrow_s8(p, input, packed, output, kp, direction, l.group, col,
+                           (int32_t)(sizeof col / sizeof col[0]));
         return MCU_OK;
 #else
         return MCU_ERR_UNSUPPORTED; /* this build left the narrow path out (MCU_PACKED_NARROW 0) */
