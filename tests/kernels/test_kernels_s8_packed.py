@@ -494,6 +494,62 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 
 
 @st.composite
+def _narrow_parts_case(draw) -> dict:
+    """One narrow layer (few channels in, windows of up to 48 taps, a range from the output offset up) whose stream
+    has FLAG_GROUP: on the Cortex-M33 with a small MCU_PIXEL4_STREAM_MIN its pixels' columns wait in the buffer and
+    the stream runs by parts over them (ds_cnn's 10x4 first layer over the U575's ICACHE); images of up to 70
+    pixels (groups of 32 and a smaller last one), parts of one or more blocks, the last possibly smaller."""
+    cin = draw(st.sampled_from([1, 2]))
+    kh, kw = draw(st.sampled_from([(10, 4), (4, 2), (5, 3), (3, 5), (2, 2)]))
+    stride, pad = draw(st.integers(1, 2)), draw(st.integers(0, 1))
+    h, w = draw(st.integers(kh, kh + 9)), draw(st.integers(kw, kw + 6))
+    cout = draw(st.sampled_from([4, 8, 12, 20, 32]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x_kind = draw(st.sampled_from(["random", "min", "max"]))
+    x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
+         else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
+    wt = rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)
+    if draw(st.booleans()):
+        wt[:] = draw(st.sampled_from([-127, 127]))
+    b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
+                 dtype=np.int32)
+    m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
+                               min_size=cout, max_size=cout)), dtype=np.int64)
+    sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
+    act = draw(st.sampled_from([(-128, 127), (0, 127), (-20, 100)]))
+    in_zp, out_zp = draw(st.integers(-128, 127)), draw(st.integers(-128, act[0]))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+    params = packed_params(x.shape, (1, oh, ow, cout), kh, kw, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
+                           out_zp=out_zp, act=act)
+    expected = conv2d_s8(x, wt, b, m, sh, **params)
+    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp, group=True)
+    assert stream[1] & tuned.FLAG_RIGHT and stream[1] & tuned.FLAG_GROUP
+    return dict(x=x, w=stream, params=params, expected=expected)
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("stream_min", [0, 2400])
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(cases=st.lists(_narrow_parts_case(), min_size=16, max_size=16))
+def test_narrow_parts_on_core(tmp_path_factory, stream_min: int, cases: list[dict]) -> None:
+    """Narrow layers whose pixels share each read of a part of the stream bit-exact with the reference on the
+    Cortex-M33, batches of 16: parts of one block (MCU_PIXEL4_STREAM_MIN 0), of several (2,400)."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("narrow_parts")
+    main = tmp / "main.c"
+    main.write_text(packed_firmware_source(cases))
+    board = load_board("mps2-an505")
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out",
+                        defines={"MCU_PIXEL4_STREAM_MIN": stream_min})
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+@st.composite
 def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False, chain: bool = False,
                      triple: bool = False, many: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
