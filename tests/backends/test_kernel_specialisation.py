@@ -33,7 +33,7 @@ NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
         "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
         "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0, "MCU_PACKED_PW8_16": 0,
-        "MCU_PACKED_ROWS_COUT": 0, "MCU_PWS_Q16_COUT": 0, "MCU_PWS_Q32_COUT": 0}
+        "MCU_PACKED_ROWS_COUT": 0, "MCU_PWS_Q16_COUT": 0, "MCU_PWS_Q32_COUT": 0, "MCU_PACKED_NARROW_PARTS": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -66,7 +66,8 @@ EXPECTED = {
 # fc_autoencoder's eight layers of 35 to 166 kB streams take the byte stream, its 128->8 and 8->128 ones (2.2 and
 # 4.6 kB) the int16 pairs
 EXPECTED_WAIT = {
-    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736},
+    # its 10x4 first layer's 6,400 B stream over a way of the U575's ICACHE: pixels by parts of it
+    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736, "MCU_PACKED_NARROW_PARTS": 1},
     "resnet8": {**EXPECTED["resnet8"], "MCU_PIXEL4_GROUP": 4},  # 19 to 74 kB windowed streams: four-pixel units in groups
     "fc_autoencoder": _defines(PIXEL_WIDE_TAPS=128, PACKED_BYTES=1, **NARROW),
 }
@@ -444,10 +445,20 @@ def test_pointwise_groups_only_behind_a_flash_cache() -> None:
 def test_pointwise_groups_follow_the_placement() -> None:
     """ds_cnn's 64->64 streams (9.5 kB) wait on the L4R5 too, but its 256 B data cache holds no part of them:
     no stream there has FLAG_GROUP, so its build has no group code nor the groups' buffer (on the U575 it has,
-    test_defines_where_weights_wait)."""
+    test_defines_where_weights_wait), nor the narrow first layer's parts."""
     from compiled import compiled_model
 
     cm = compiled_model("ds_cnn", "mps2-an386-l4r5", "int8")
     assert cm.partitions.weights_wait
-    assert cm.library.defines == {**EXPECTED_WAIT["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 0}
+    assert cm.library.defines == {**EXPECTED_WAIT["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_NARROW_PARTS": 0}
     assert "pointwise pixel pairs one by one (a cache of 256 B" in dict(cm.partitions.notes)["optimized"]
+
+
+def test_narrow_parts_rule() -> None:
+    """A narrow layer's pixels run by parts of the stream where it outgrows a way of the cache its waiting weights
+    share with the code (ds_cnn's 10x4 first layer, 64 channels: 6,400 B over 4,096), not otherwise."""
+    ds = dict(kp=40, cout=64, pixels=125, output_offset=-128)
+    assert packed_defines([_layer(**ds, group=True)])["MCU_PACKED_NARROW_PARTS"] == 1
+    assert packed_defines([_layer(**ds)])["MCU_PACKED_NARROW_PARTS"] == 0  # weights without a shared cache
+    assert packed_defines([_layer(**{**ds, "cout": 32}, group=True)])["MCU_PACKED_NARROW_PARTS"] == 0  # 3,200 B
+    assert packed_defines([_layer(kp=28, cout=64, k3c3=True, pixels=100, group=True)])["MCU_PACKED_NARROW_PARTS"] == 0

@@ -40,6 +40,8 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   groups and ``mcu_pw8_pairs``, 3.3 kB on the M33) when no layer has two pixels of whole input words to pair.
 * ``MCU_PACKED_QUADS``: 0 leaves out the windowed layers' four-pixel loop (``mcu_pixel4_packed_split``) when no
   windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes.
+* ``MCU_PACKED_NARROW_PARTS``: 0 leaves out the narrow layers' pixels by parts of the stream (a stream over a way
+  of the cache the weights wait behind) when no layer takes them.
 * ``MCU_PACKED_NARROW_CLAMP``, ``MCU_PACKED_NARROW_FULL``: 0 leaves out the narrow engine whose stores clamp
   to an activation range narrower than int8, or the one storing whole bytes, when no narrow layer needs it.
 
@@ -153,6 +155,13 @@ class PackedLayer:
         return (self.group and self.takes_pw_pairs() and self.kp >= NARROW_PW_MIN and self.pixels >= 4
                 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN)
 
+    def narrow_parts(self) -> bool:
+        """A narrow layer's pixels share each read of a part of its stream (the C's ``parts``, wider: the pixel
+        loop's direction is known at run time): a stream over a way of a two-way cache of PIXEL4_STREAM_MIN bytes
+        that the weights wait behind (FLAG_GROUP), outside the 3x3 windows of 3 channels' runs."""
+        return (self.group and self.takes_narrow() and not self.k3c3 and self.pixels >= 2
+                and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN // 2)
+
     def groups_quads(self) -> bool:
         """The four-pixel units of a windowed layer share each read of the stream in groups (the C's
         ``quads`` and two units or more, wider: the row length is not known here, eight pixels in all), where
@@ -204,7 +213,7 @@ class PackedLayer:
 PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACKED_NARROW_K3C3", "MCU_PACKED_BYTES",
          "MCU_PACKED_PW8", "MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
          "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED", "MCU_PACKED_NARROW_ROWS", "MCU_PACKED_PW8_REGS",
-         "MCU_PACKED_PW_SMALL", "MCU_PACKED_PW8_16")
+         "MCU_PACKED_PW_SMALL", "MCU_PACKED_PW8_16", "MCU_PACKED_NARROW_PARTS")
 
 
 # The definitions naming the output channels the small-K quads store at immediate offsets (0: any, by a register)
@@ -240,6 +249,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_ROWS_COUT": _one_count(layer.cout for layer in narrow if layer.rows),
             "MCU_PACKED_NARROW_CLAMP": int(any(layer.clamps() for layer in narrow)),
             "MCU_PACKED_NARROW_FULL": int(any(not layer.clamps() for layer in narrow)),
+            "MCU_PACKED_NARROW_PARTS": int(any(layer.narrow_parts() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
             "MCU_PACKED_PW3_TAPS": max((layer.pixels * layer.kp for layer in layers if layer.takes_pw3()), default=0),
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),

@@ -76,6 +76,9 @@ static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, 
 #ifndef MCU_PACKED_NARROW_FULL
 #define MCU_PACKED_NARROW_FULL 1
 #endif
+#ifndef MCU_PACKED_NARROW_PARTS
+#define MCU_PACKED_NARROW_PARTS 1 /* 0: no narrow layer's pixels by parts of the stream (specialise.py) */
+#endif
 #if MCU_PACKED_NARROW
 /* A layer's state. The assembly reads the fields up to `mode` at fixed offsets; the rest is for the
  * C around it. Modes: 0 the whole blocks of one pixel whose column is built; 1 pointwise pixels
@@ -654,7 +657,7 @@ static inline int32_t mcu_narrow_x3_put(mcu_narrow_x3_state *st, const mcu_conv2
 }
 #endif /* MCU_PACKED_NARROW_K3C3 */
 
-/* The layer (mcu_narrow_applies, pixels in forward order), `blocks` after the stream's header. */
+#if MCU_PACKED_NARROW_PARTS
 /* Pixels whose columns wait in a buffer for the stream's parts (mcu_narrow_parts_flush), at most. */
 #define MCU_NARROW_PARTS_MAX 32
 
@@ -679,10 +682,11 @@ static void mcu_narrow_parts_flush(mcu_narrow_state *st, const int16_t *cols, in
     st->blocks = blocks;
     st->cout = cout;
 }
+#endif
 
-/* `group`: the stream's FLAG_GROUP (its weights wait behind a cache the code shares, the U575's ICACHE); `buf` of
- * `buf_taps` int16 holds the columns of the pixels that share each read of a part of a stream over a way (else
- * unused). */
+/* The layer (mcu_narrow_applies, pixels in forward order), `blocks` after the stream's header. `group`: the
+ * stream's FLAG_GROUP (its weights wait behind a cache the code shares, the U575's ICACHE); `buf` of `buf_taps`
+ * int16 holds the columns of the pixels that share each read of a part of a stream over a way (else unused). */
 static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_t *input, const int32_t *blocks,
                                       int8_t *output, int32_t kp, int direction, int group, int16_t *buf,
                                       int32_t buf_taps)
@@ -756,6 +760,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
         ow_hi = ow_hi < out.w ? ow_hi : out.w;
         ow_lo = ow_lo < ow_hi ? ow_lo : ow_hi;
     }
+#if MCU_PACKED_NARROW_PARTS
     /* A stream over a way of a two-way cache that also holds the loop re-read by every pixel loses both lines of each
      * set it covers twice wherever the loop has a line there (ds_cnn's 10x4 layer, 6,416 B): where the weights wait
      * behind such a cache, the pixels' columns wait in `buf` and the stream runs by parts of at most a way for all of
@@ -771,6 +776,11 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     int8_t *ys[MCU_NARROW_PARTS_MAX];
     int32_t nq = 0;
     int back = 0;
+#else
+    (void)group;
+    (void)buf;
+    (void)buf_taps;
+#endif
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * c;
         int8_t *y_n = output + (int64_t)b * out.h * out.w * out.c;
@@ -823,7 +833,11 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                     st.step = step;
                     continue;
                 }
+#if MCU_PACKED_NARROW_PARTS
                 int16_t *dst = parts ? buf + nq * stride : col;
+#else
+                int16_t *dst = col;
+#endif
                 if (ow >= lo && ow < hi && c % 4 != 0) {
                     /* an interior window of few channels: kh runs of kw * c bytes, then widened
                      * (raw's taps past the window hold the zero-point: filled above) */
@@ -835,22 +849,26 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                 } else {
                     mcu_conv_column_s16(p, x_n, oh, ow, kp, dst, raw);
                 }
-                if (!parts) {
-                    mcu_narrow_pixel(&st, y);
+#if MCU_PACKED_NARROW_PARTS
+                if (parts) {
+                    ys[nq++] = y;
+                    if (nq == gmax) {
+                        mcu_narrow_parts_flush(&st, buf, stride, ys, nq, part, back);
+                        nq = 0;
+                        back ^= 1;
+                    }
                     continue;
                 }
-                ys[nq++] = y;
-                if (nq == gmax) {
-                    mcu_narrow_parts_flush(&st, buf, stride, ys, nq, part, back);
-                    nq = 0;
-                    back ^= 1;
-                }
+#endif
+                mcu_narrow_pixel(&st, y);
             }
         }
     }
+#if MCU_PACKED_NARROW_PARTS
     if (nq > 0) {
         mcu_narrow_parts_flush(&st, buf, stride, ys, nq, part, back);
     }
+#endif
 }
 
 #undef MCU_NW_K3C3 /* defined for the native engine and the by-threes pass */
