@@ -535,18 +535,7 @@ def _narrow_parts_case(draw) -> dict:
 def test_narrow_parts_on_core(tmp_path_factory, stream_min: int, cases: list[dict]) -> None:
     """Narrow layers whose pixels share each read of a part of the stream bit-exact with the reference on the
     Cortex-M33, batches of 16: parts of one block (MCU_PIXEL4_STREAM_MIN 0), of several (2,400)."""
-    from mcu.device.sim.qemu import run_qemu
-    from mcu.device.toolchain import build_firmware
-
-    tmp = tmp_path_factory.mktemp("narrow_parts")
-    main = tmp / "main.c"
-    main.write_text(packed_firmware_source(cases))
-    board = load_board("mps2-an505")
-    rt = runtime_dir()
-    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out",
-                        defines={"MCU_PIXEL4_STREAM_MIN": stream_min})
-    result = run_qemu(board, fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+    _batch_on_core(tmp_path_factory, "mps2-an505", cases, "narrow_parts", {"MCU_PIXEL4_STREAM_MIN": stream_min})
 
 
 @st.composite

@@ -658,6 +658,9 @@ static inline int32_t mcu_narrow_x3_put(mcu_narrow_x3_state *st, const mcu_conv2
 #endif /* MCU_PACKED_NARROW_K3C3 */
 
 #if MCU_PACKED_NARROW_PARTS
+#ifndef MCU_PIXEL4_STREAM_MIN
+#define MCU_PIXEL4_STREAM_MIN 8192 /* gemm_s8_dsp.h's, which defines it for the native loops only */
+#endif
 /* Pixels whose columns wait in a buffer for the stream's parts (mcu_narrow_parts_flush), at most. */
 #define MCU_NARROW_PARTS_MAX 32
 
