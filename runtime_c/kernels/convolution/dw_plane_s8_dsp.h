@@ -1179,7 +1179,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
     "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
     "ldr r5, [r0, #" x " + 12]\n\t"
-#define MCU_DWPL_SIXES_AT(LB)                                                                 \
+#define MCU_DWPL_SIXES_AT_AS(LB, LD_STEP, STORES)                                             \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     "ldr r6, [r12, #36]\n\t"                                                                  \
@@ -1191,17 +1191,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r2, [r12, #32]\n\t"                                                                  \
     "ldr lr, [r12, #40]\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                            \
     "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r4, [r12, #4]\n\t"                                                                   \
+    LD_STEP                                                                                   \
     "ldr r5, [r12, #8]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
-    "add r2, r1, r4, lsl #1\n\t"                                                              \
-    "strb r6, [r1]\n\t"                                                                       \
-    "strb r7, [r1, r4]\n\t"                                                                   \
-    "add lr, r2, r4, lsl #1\n\t"                                                              \
-    "strb r8, [r2]\n\t"                                                                       \
-    "strb r9, [r2, r4]\n\t"                                                                   \
-    "strb r10, [lr]\n\t"                                                                      \
-    "strb r11, [lr, r4]\n\t"                                                                  \
-    "add r1, lr, r4, lsl #1\n\t"                                                              \
+    STORES                                                                                    \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     "ldr r2, [r12, #68]\n\t"                                                                  \
@@ -1213,6 +1205,28 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "str r5, [r12, #8]\n\t"                                                                   \
     "str r3, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
+/* The output step in r4: three of the six STRB take a register offset (2 cycles each on the M4/M33 model). */
+#define MCU_DWPL_STORES6_R                                                                    \
+    "add r2, r1, r4, lsl #1\n\t"                                                              \
+    "strb r6, [r1]\n\t"                                                                       \
+    "strb r7, [r1, r4]\n\t"                                                                   \
+    "add lr, r2, r4, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r4]\n\t"                                                                   \
+    "strb r10, [lr]\n\t"                                                                      \
+    "strb r11, [lr, r4]\n\t"                                                                  \
+    "add r1, lr, r4, lsl #1\n\t"
+/* The output step S an immediate (a string): six STRB at fixed offsets and one add, no load of the step. */
+#define MCU_DWPL_STORES6_I(S)                                                                 \
+    "strb r6, [r1]\n\t"                                                                       \
+    "strb r7, [r1, #" S "]\n\t"                                                               \
+    "strb r8, [r1, #2 * " S "]\n\t"                                                           \
+    "strb r9, [r1, #3 * " S "]\n\t"                                                           \
+    "strb r10, [r1, #4 * " S "]\n\t"                                                          \
+    "strb r11, [r1, #5 * " S "]\n\t"                                                          \
+    "add r1, r1, #6 * " S "\n\t"
+#define MCU_DWPL_SIXES_AT(LB) MCU_DWPL_SIXES_AT_AS(LB, "ldr r4, [r12, #4]\n\t", MCU_DWPL_STORES6_R)
+#define MCU_DWPL_SIXES_AT_I(LB, S) MCU_DWPL_SIXES_AT_AS(LB, "", MCU_DWPL_STORES6_I(S))
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
  * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
 #define MCU_DWPL_SIXES_TAIL                                                                   \
@@ -1377,10 +1391,22 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
     register const int16_t *r0 __asm__("r0") = pos;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     register int8_t *y1 __asm__("r1") = t->y;
+    /* The 96 x 96 models' pairs (line, channels) with the output step an immediate */
+    const int32_t step = t->step;
     if (len == 12) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
+        if (step == 64) {
+            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("32", "64"));
+        } else {
+            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
+        }
     } else if (len == 24) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
+        if (step == 32) {
+            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("56", "32"));
+        } else {
+            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
+        }
+    } else if (step == 8) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("104", "8"));
     } else {
         MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("104"));
     }
