@@ -1391,22 +1391,24 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
     register const int16_t *r0 __asm__("r0") = pos;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     register int8_t *y1 __asm__("r1") = t->y;
-    /* The 96 x 96 models' pairs (line, channels) with the output step an immediate */
+    /* the 96 x 96 models' (line, output step) pairs (mcu_dwpl_len_at): mobilenet_v1's, then mobilenet_v2's */
     const int32_t step = t->step;
-    if (len == 12) {
-        if (step == 64) {
-            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("32", "64"));
-        } else {
-            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
-        }
-    } else if (len == 24) {
-        if (step == 32) {
-            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("56", "32"));
-        } else {
-            MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
-        }
-    } else if (step == 8) {
+    if (len == 12 && step == 64) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("32", "64"));
+    } else if (len == 24 && step == 32) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("56", "32"));
+    } else if (len == 48 && step == 8) {
         MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("104", "8"));
+    } else if (len == 12 && step == 96) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("32", "96"));
+    } else if (len == 24 && step == 48) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("56", "48"));
+    } else if (len == 48 && step == 16) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("104", "16"));
+    } else if (len == 12) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
+    } else if (len == 24) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
     } else {
         MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("104"));
     }
