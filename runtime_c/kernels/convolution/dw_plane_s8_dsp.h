@@ -1227,6 +1227,21 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r1, r1, #6 * " S "\n\t"
 #define MCU_DWPL_SIXES_AT(LB) MCU_DWPL_SIXES_AT_AS(LB, "ldr r4, [r12, #4]\n\t", MCU_DWPL_STORES6_R)
 #define MCU_DWPL_SIXES_AT_I(LB, S) MCU_DWPL_SIXES_AT_AS(LB, "", MCU_DWPL_STORES6_I(S))
+/* The loop for the output step (t->step): S1 or S2 at immediate offsets (the 96 x 96 models' channels at each line
+ * length: mobilenet_v1's, then mobilenet_v2's), any other in r4. The test in the assembly: in C, GCC kept a second
+ * pointer into the caller's t[] on the stack in every layer's loop of channels, these lines or not (DS-CNN's lines
+ * of 25: 7 instructions a channel more). */
+#define MCU_DWPL_SIXES_AT_PICK(LB, S1, S2)                                                    \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "cmp r4, #" S1 "\n\t"                                                                     \
+    "beq 5f\n\t"                                                                              \
+    "cmp r4, #" S2 "\n\t"                                                                     \
+    "beq 6f\n\t" MCU_DWPL_SIXES_AT(LB)                                                        \
+    "b 9f\n\t"                                                                                \
+    "5:\n\t" MCU_DWPL_SIXES_AT_I(LB, S1)                                                      \
+    "b 9f\n\t"                                                                                \
+    "6:\n\t" MCU_DWPL_SIXES_AT_I(LB, S2)                                                      \
+    "9:\n\t"
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
  * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
 #define MCU_DWPL_SIXES_TAIL                                                                   \
@@ -1391,26 +1406,12 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
     register const int16_t *r0 __asm__("r0") = pos;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     register int8_t *y1 __asm__("r1") = t->y;
-    /* the 96 x 96 models' (line, output step) pairs (mcu_dwpl_len_at): mobilenet_v1's, then mobilenet_v2's */
-    const int32_t step = t->step;
-    if (len == 12 && step == 64) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("32", "64"));
-    } else if (len == 24 && step == 32) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("56", "32"));
-    } else if (len == 48 && step == 8) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("104", "8"));
-    } else if (len == 12 && step == 96) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("32", "96"));
-    } else if (len == 24 && step == 48) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("56", "48"));
-    } else if (len == 48 && step == 16) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_I("104", "16"));
-    } else if (len == 12) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
+    if (len == 12) {
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("32", "64", "96"));
     } else if (len == 24) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("56", "32", "48"));
     } else {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("104"));
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("104", "8", "16"));
     }
 }
 static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes,
