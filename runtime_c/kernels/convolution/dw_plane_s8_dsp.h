@@ -1228,7 +1228,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 #define MCU_DWPL_SIXES_AT(LB) MCU_DWPL_SIXES_AT_AS(LB, "ldr r4, [r12, #4]\n\t", MCU_DWPL_STORES6_R)
 #define MCU_DWPL_SIXES_AT_I(LB, S) MCU_DWPL_SIXES_AT_AS(LB, "", MCU_DWPL_STORES6_I(S))
 /* The loop for the output step (t->step): S1 or S2 at immediate offsets (the 96 x 96 models' channels at each line
- * length: mobilenet_v1's, then mobilenet_v2's), any other in r4. The test in the assembly: in C, GCC kept a second
+ * length: mobilenet_v1's, then mobilenet_v2's), any other in r4; S1's loop last, without a branch to the end. The
+ * test in the assembly: in C, GCC kept a second
  * pointer into the caller's t[] on the stack in every layer's loop of channels, these lines or not (DS-CNN's lines
  * of 25: 7 instructions a channel more). */
 #define MCU_DWPL_SIXES_AT_PICK(LB, S1, S2)                                                    \
@@ -1238,9 +1239,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "cmp r4, #" S2 "\n\t"                                                                     \
     "beq 6f\n\t" MCU_DWPL_SIXES_AT(LB)                                                        \
     "b 9f\n\t"                                                                                \
-    "5:\n\t" MCU_DWPL_SIXES_AT_I(LB, S1)                                                      \
-    "b 9f\n\t"                                                                                \
     "6:\n\t" MCU_DWPL_SIXES_AT_I(LB, S2)                                                      \
+    "b 9f\n\t"                                                                                \
+    "5:\n\t" MCU_DWPL_SIXES_AT_I(LB, S1)                                                      \
     "9:\n\t"
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
  * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
@@ -1621,6 +1622,28 @@ static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl
  * empty asm keeps GCC from calling memset (the kernels reference no libc function). */
 static inline void mcu_dwpl_zero(int16_t *p, int32_t words)
 {
+#if MCU_S8_DSP_NATIVE
+    /* eight words a step in two STM of four zero registers: the streamed row calls zero their planes at every call
+     * (mobilenet_v1's rows of 48: 312 words a call, about 550 instructions in the loop below) */
+    int32_t steps = words >> 3;
+    if (steps > 0) {
+        uint32_t *q = (uint32_t *)(void *)p;
+        __asm__ volatile("mov r2, #0\n\t"
+                         "mov r3, #0\n\t"
+                         "mov r4, #0\n\t"
+                         "mov r5, #0\n\t"
+                         "1:\n\t"
+                         "stmia %0!, {r2, r3, r4, r5}\n\t"
+                         "stmia %0!, {r2, r3, r4, r5}\n\t"
+                         "subs %1, %1, #1\n\t"
+                         "bne 1b\n\t"
+                         : "+r"(q), "+r"(steps)
+                         :
+                         : "r2", "r3", "r4", "r5", "cc", "memory");
+        p += (words & ~7) * 2;
+        words &= 7;
+    }
+#endif
     int32_t i = 0;
     for (; i + 4 <= words; i += 4) {
         mcu_store_u32(p + 2 * i, 0);
