@@ -113,6 +113,13 @@ CASES = [
     (12, 22, 24, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     (4, 48, 20, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     (8, 12, 5, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    # the same with the output step an immediate (mcu_dwpl_step_at's pairs: lines of 12, 24 and 48 along rows of 64, 32
+    # and 8 channels, then 96, 48 and 16); (8, 20, 48) above and the row calls of 48 and 24 below take it too
+    (64, 5, 12, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (32, 7, 24, 3, 3, 1, 2, 1, "inplace", "relu", "fast"),
+    (96, 3, 12, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (48, 4, 24, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (16, 5, 48, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     # row calls (a streamed prefix's: fewer output rows than input rows) of ReLU rows of 48, 24 and 12 take the
     # same scaled loop
     (8, 3, 48, 3, 3, 1, 0, 1, "apart", "relu", "fast"),

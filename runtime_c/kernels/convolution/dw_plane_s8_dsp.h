@@ -1179,7 +1179,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
     "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
     "ldr r5, [r0, #" x " + 12]\n\t"
-#define MCU_DWPL_SIXES_AT(LB)                                                                 \
+#define MCU_DWPL_SIXES_AT_AS(LB, LD_STEP, STORES)                                             \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     "ldr r6, [r12, #36]\n\t"                                                                  \
@@ -1191,17 +1191,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r2, [r12, #32]\n\t"                                                                  \
     "ldr lr, [r12, #40]\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                            \
     "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r4, [r12, #4]\n\t"                                                                   \
+    LD_STEP                                                                                   \
     "ldr r5, [r12, #8]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
-    "add r2, r1, r4, lsl #1\n\t"                                                              \
-    "strb r6, [r1]\n\t"                                                                       \
-    "strb r7, [r1, r4]\n\t"                                                                   \
-    "add lr, r2, r4, lsl #1\n\t"                                                              \
-    "strb r8, [r2]\n\t"                                                                       \
-    "strb r9, [r2, r4]\n\t"                                                                   \
-    "strb r10, [lr]\n\t"                                                                      \
-    "strb r11, [lr, r4]\n\t"                                                                  \
-    "add r1, lr, r4, lsl #1\n\t"                                                              \
+    STORES                                                                                    \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     "ldr r2, [r12, #68]\n\t"                                                                  \
@@ -1213,6 +1205,44 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "str r5, [r12, #8]\n\t"                                                                   \
     "str r3, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
+/* The output step in r4: three of the six STRB take a register offset (2 cycles each on the M4/M33 model). */
+#define MCU_DWPL_STORES6_R                                                                    \
+    "add r2, r1, r4, lsl #1\n\t"                                                              \
+    "strb r6, [r1]\n\t"                                                                       \
+    "strb r7, [r1, r4]\n\t"                                                                   \
+    "add lr, r2, r4, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r4]\n\t"                                                                   \
+    "strb r10, [lr]\n\t"                                                                      \
+    "strb r11, [lr, r4]\n\t"                                                                  \
+    "add r1, lr, r4, lsl #1\n\t"
+/* The output step S an immediate (a string): six STRB at fixed offsets and one add, no load of the step. */
+#define MCU_DWPL_STORES6_I(S)                                                                 \
+    "strb r6, [r1]\n\t"                                                                       \
+    "strb r7, [r1, #" S "]\n\t"                                                               \
+    "strb r8, [r1, #2 * " S "]\n\t"                                                           \
+    "strb r9, [r1, #3 * " S "]\n\t"                                                           \
+    "strb r10, [r1, #4 * " S "]\n\t"                                                          \
+    "strb r11, [r1, #5 * " S "]\n\t"                                                          \
+    "add r1, r1, #6 * " S "\n\t"
+#define MCU_DWPL_SIXES_AT(LB) MCU_DWPL_SIXES_AT_AS(LB, "ldr r4, [r12, #4]\n\t", MCU_DWPL_STORES6_R)
+#define MCU_DWPL_SIXES_AT_I(LB, S) MCU_DWPL_SIXES_AT_AS(LB, "", MCU_DWPL_STORES6_I(S))
+/* The loop for the output step (t->step): S1 or S2 at immediate offsets (the 96 x 96 models' channels at each line
+ * length: mobilenet_v1's, then mobilenet_v2's), any other in r4; S1's loop last, without a branch to the end. The
+ * test in the assembly: in C, GCC kept a second
+ * pointer into the caller's t[] on the stack in every layer's loop of channels, these lines or not (DS-CNN's lines
+ * of 25: 7 instructions a channel more). */
+#define MCU_DWPL_SIXES_AT_PICK(LB, S1, S2)                                                    \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "cmp r4, #" S1 "\n\t"                                                                     \
+    "beq 5f\n\t"                                                                              \
+    "cmp r4, #" S2 "\n\t"                                                                     \
+    "beq 6f\n\t" MCU_DWPL_SIXES_AT(LB)                                                        \
+    "b 9f\n\t"                                                                                \
+    "6:\n\t" MCU_DWPL_SIXES_AT_I(LB, S2)                                                      \
+    "b 9f\n\t"                                                                                \
+    "5:\n\t" MCU_DWPL_SIXES_AT_I(LB, S1)                                                      \
+    "9:\n\t"
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
  * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
 #define MCU_DWPL_SIXES_TAIL                                                                   \
@@ -1378,11 +1408,11 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     register int8_t *y1 __asm__("r1") = t->y;
     if (len == 12) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("32"));
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("32", "64", "96"));
     } else if (len == 24) {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("56"));
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("56", "32", "48"));
     } else {
-        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT("104"));
+        MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("104", "8", "16"));
     }
 }
 static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes,
@@ -1592,6 +1622,28 @@ static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl
  * empty asm keeps GCC from calling memset (the kernels reference no libc function). */
 static inline void mcu_dwpl_zero(int16_t *p, int32_t words)
 {
+#if MCU_S8_DSP_NATIVE
+    /* eight words a step in two STM of four zero registers: the streamed row calls zero their planes at every call
+     * (mobilenet_v1's rows of 48: 312 words a call, about 550 instructions in the loop below) */
+    int32_t steps = words >> 3;
+    if (steps > 0) {
+        uint32_t *q = (uint32_t *)(void *)p;
+        __asm__ volatile("mov r2, #0\n\t"
+                         "mov r3, #0\n\t"
+                         "mov r4, #0\n\t"
+                         "mov r5, #0\n\t"
+                         "1:\n\t"
+                         "stmia %0!, {r2, r3, r4, r5}\n\t"
+                         "stmia %0!, {r2, r3, r4, r5}\n\t"
+                         "subs %1, %1, #1\n\t"
+                         "bne 1b\n\t"
+                         : "+r"(q), "+r"(steps)
+                         :
+                         : "r2", "r3", "r4", "r5", "cc", "memory");
+        p += (words & ~7) * 2;
+        words &= 7;
+    }
+#endif
     int32_t i = 0;
     for (; i + 4 <= words; i += 4) {
         mcu_store_u32(p + 2 * i, 0);
