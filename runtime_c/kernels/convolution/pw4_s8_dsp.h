@@ -52,15 +52,15 @@ typedef struct {
     int8_t *y;              /* the first pixel's outputs */
     int32_t stride;         /* output channels: from a pixel's outputs to the next one's */
     int32_t halves;         /* 2 (output channels / 4) */
-    int32_t skip;           /* the first pass's tap pairs skipped, so that whole passes follow (MCU_PW3_SEG's multiple) */
+    int32_t skip;           /* the tap pair (1 to MCU_PW3_PASS - 1) the first pass is entered at after tap pair 0, so
+                             * that whole passes follow */
 } mcu_pw4_state;
 
 #define MCU_PW4_STR2(x) #x
 #define MCU_PW4_STR(x) MCU_PW4_STR2(x)
 
-/* MCU_PW3_SEG tap pairs: the column's (A, B, C, D) words at r11 + 16 t, the half block's two words at r12 + 16 t. */
-#define MCU_PW4_TAPS_SEG                                                                                  \
-    ".rept " MCU_PW4_STR(MCU_PW3_SEG) "\n\t"                                                            \
+/* A tap pair: the column's (A, B, C, D) words at r11 + 16 t, the half block's two words at r12 + 16 t. */
+#define MCU_PW4_TAP                                                                                       \
     "ldr r8, [r11, #16 * .Lpw4_t]\n\t"                                                                  \
     "ldr r9, [r11, #16 * .Lpw4_t + 4]\n\t"                                                              \
     "ldr r10, [r12, #16 * .Lpw4_t]\n\t"                                                                 \
@@ -75,15 +75,31 @@ typedef struct {
     "smlad r6, r8, lr, r6\n\t"                                                                            \
     "smlad r3, r9, r10, r3\n\t"                                                                           \
     "smlad r7, r9, lr, r7\n\t"                                                                            \
-    ".set .Lpw4_t, .Lpw4_t + 1\n\t"                                                                   \
-    ".endr\n\t"
+    ".set .Lpw4_t, .Lpw4_t + 1\n\t"
+/* MCU_PW3_SEG tap pairs, entry label `e` after the first (the first pass's entry where tap pair 1 of a quad falls on
+ * it) */
+#define MCU_PW4_SEG(e)                                                                                    \
+    MCU_PW4_TAP e ":\n\t"                                                                                 \
+    ".rept " MCU_PW4_STR(MCU_PW3_SEG) " - 1\n\t" MCU_PW4_TAP ".endr\n\t"
+#define MCU_PW4_TAPS_PASS                                                                                 \
+    ".set .Lpw4_t, 0\n\t" MCU_PW4_SEG("40") MCU_PW4_SEG("41") MCU_PW4_SEG("42") MCU_PW4_SEG("43")
+/* The first pass's entry at tap pair e (s14) but 1: the pointers back by e - 1 tap pairs, so that the immediate
+ * offsets meet the column's and stream's starts. */
+#define MCU_PW4_ENTRY(e, label)                                                                           \
+    "cmp r8, #" e "\n\t"                                                                                  \
+    "itt eq\n\t"                                                                                          \
+    "subeq r11, r11, #16 * (" e " - 1)\n\t"                                                               \
+    "subeq r12, r12, #16 * (" e " - 1)\n\t"                                                               \
+    "beq " label "\n\t"
 
 #define MCU_PW4_RQ(a, m, c)                                                                               \
     "smmla " a ", " a ", " m ", " c "\n\t"                                                                \
     "ssat " a ", #8, " a ", asr #" MCU_PW4_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
-/* Half block n (s8) of every quad: its stream (s10), (m, C) words (s11) and first outputs (s12) from n, then each
- * quad: the two biases, the tap pairs (the column's end for its passes in s15), SMMLA and SSAT, eight byte stores. */
+/* Half block n (s8) of every quad: its stream (s10) and its end (s15), (m, C) words (s11) and first outputs (s12)
+ * from n, then each quad: tap pair 0 with the two biases in one run of eight loads (the biases' registers are
+ * pixel A's accumulators, so B-D's SMLAD come first), the first pass entered at tap pair 1 (s14 names the entry: the
+ * passes then end with the stream), SMMLA and SSAT, eight byte stores. */
 static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
 {
     register const mcu_pw4_state *s __asm__("r0") = st;
@@ -113,6 +129,9 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
         "add r7, r7, r10, lsl #3\n\t"
         "add r12, r7, #16\n\t"
         "vmov s10, r12\n\t"
+        "vmov r8, s1\n\t"
+        "add r12, r12, r8\n\t"
+        "vmov s15, r12\n\t"
         "vmov r8, s5\n\t"
         "add r8, r7, r8\n\t"
         "add r8, r8, r10, lsl #3\n\t"
@@ -122,29 +141,34 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
         "add r8, r8, r10, lsl #1\n\t"
         "vmov s12, r8\n\t"
         "vmov r11, s0\n\t"
-        "vmov lr, s1\n\t"
-        "add lr, r11, lr\n\t"
-        "vmov s15, lr\n\t"
         "2:\n\t"
         "vmov r12, s10\n\t"
         "ldr r0, [r12, #-16]\n\t"
         "ldr r4, [r12, #-12]\n\t"
-        "mov r1, r0\n\t"
-        "mov r2, r0\n\t"
-        "mov r3, r0\n\t"
-        "mov r5, r4\n\t"
-        "mov r6, r4\n\t"
-        "mov r7, r4\n\t"
+        "ldr r10, [r12]\n\t"
+        "ldr lr, [r12, #4]\n\t"
+        "ldr r8, [r11]\n\t"
+        "ldr r9, [r11, #4]\n\t"
+        "ldr r2, [r11, #8]\n\t"
+        "ldr r3, [r11, #12]\n\t"
+        "smlad r1, r9, r10, r0\n\t"
+        "smlad r5, r9, lr, r4\n\t"
+        "smlad r6, r2, lr, r4\n\t"
+        "smlad r2, r2, r10, r0\n\t"
+        "smlad r7, r3, lr, r4\n\t"
+        "smlad r3, r3, r10, r0\n\t"
+        "smlad r0, r8, r10, r0\n\t"
+        "smlad r4, r8, lr, r4\n\t"
         "vmov r8, s14\n\t"
-        "cmp r8, #0\n\t"
+        "cmp r8, #1\n\t"
         "bne 5f\n\t"
+        "b 40f\n\t"
         "3:\n\t"
-        ".set .Lpw4_t, 0\n\t"
-        MCU_PW4_TAPS_SEG "40:\n\t" MCU_PW4_TAPS_SEG "41:\n\t" MCU_PW4_TAPS_SEG "42:\n\t" MCU_PW4_TAPS_SEG
+        MCU_PW4_TAPS_PASS
         "add r11, r11, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
         "add r12, r12, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
         "vmov r8, s15\n\t"
-        "cmp r11, r8\n\t"
+        "cmp r12, r8\n\t"
         "bne 3b\n\t"
         "vmov lr, s11\n\t"
         "ldm lr, {r8, r9, r10, lr}\n\t"
@@ -176,10 +200,6 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
         "add r8, r8, r9\n\t"
         ".endif\n\t"
         "vmov s12, r8\n\t"
-        "vmov r8, s15\n\t"
-        "vmov r9, s1\n\t"
-        "add r8, r8, r9\n\t"
-        "vmov s15, r8\n\t"
         "vmov r9, s2\n\t"
         "cmp r11, r9\n\t"
         "bne 2b\n\t"
@@ -190,14 +210,7 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
         "cmp r6, r7\n\t"
         "bne 1b\n\t"
         "b 6f\n\t"
-        "5:\n\t" /* the first pass r8 tap pairs in, the pointers moved back so the immediate offsets meet the column */
-        "sub r11, r11, r8, lsl #4\n\t"
-        "sub r12, r12, r8, lsl #4\n\t"
-        "cmp r8, #" MCU_PW4_STR(MCU_PW3_SEG) "\n\t"
-        "beq 40b\n\t"
-        "cmp r8, #2 * " MCU_PW4_STR(MCU_PW3_SEG) "\n\t"
-        "beq 41b\n\t"
-        "b 42b\n\t"
+        "5:\n\t" MCU_PW4_ENTRY("17", "41b") MCU_PW4_ENTRY("33", "42b") MCU_PW4_ENTRY("49", "43b")
         "6:\n\t"
         "vmov r7, s13\n\t"
         : "+r"(s)
@@ -207,7 +220,10 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
 }
 
 #undef MCU_PW4_RQ
-#undef MCU_PW4_TAPS_SEG
+#undef MCU_PW4_TAPS_PASS
+#undef MCU_PW4_ENTRY
+#undef MCU_PW4_SEG
+#undef MCU_PW4_TAP
 
 /* Two pixels' columns into a quad's: kp bytes at x and x + step (kp a multiple of 4), per 4 taps their words (taps 0,
  * 2) at col and col + 4, (taps 1, 3) at col + 16 and col + 20, each tap + off as int16; the quad's other two pixels
@@ -258,7 +274,7 @@ static inline void mcu_pw4_layer(const int8_t *x, int8_t *y, int32_t pixels, int
         mcu_column2of4_s8(x + (t + 2) * kp, kp, kp, input_offset, col + t * kp + 4);
     }
     const mcu_pw4_state s = {col, 8 * kp, col + pixels * kp, blocks, 4 * mcu_packed_block_words(kp), 16 + 8 * kp,
-                             y, cout, 2 * (cout / 4), (MCU_PW3_PASS - (kp / 2) % MCU_PW3_PASS) % MCU_PW3_PASS};
+                             y, cout, 2 * (cout / 4), MCU_PW3_PASS - (kp / 2 - 1) % MCU_PW3_PASS};
     mcu_pw4_blocks(&s);
 }
 #endif
