@@ -53,12 +53,10 @@ EXPECTED = {
     # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer (scaled, its column in registers,
     # 16 channels out: mcu_pw8_16_regs); the 16->32, 32->32 and 32->64 ones (scaled, streams of 1.7 to 5.4 kB:
     # pw_small_s8_dsp.h, the quads' bytes at immediate offsets for 32 channels out, the 32 -> 32 layer's count over the
-    # 32 -> 64 one's 12 x 12 pixels); the 3 x 3 ones by three pixels, 9 x 256 taps (pw3_s8_dsp.h); the 6 x 6 ones by
-    # four, 36 x 128 taps, 128 channels out (pw4_s8_dsp.h)
+    # 32 -> 64 one's 12 x 12 pixels); the 3 x 3 ones by three pixels, 9 x 256 taps (pw3_s8_dsp.h)
     "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_ROWS_COUT=8,
                              PACKED_PW8=1, PACKED_PW_PAIRS=1, PACKED_SCALED=1, PACKED_PW8_16=1, PACKED_PW_SMALL=1,
-                             PACKED_PW3_TAPS=2304, PWS_Q16_COUT=32, PWS_Q32_COUT=32, PACKED_PW4_TAPS=4608,
-                             PW4_COUT=128, **NARROW),
+                             PACKED_PW3_TAPS=2304, PWS_Q16_COUT=32, PWS_Q32_COUT=32, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
                         **NARROW),
@@ -203,19 +201,22 @@ def test_defines_from_layers() -> None:
         assert packed_defines([other])["MCU_PACKED_PW3_TAPS"] == 0
     assert merge_defines([packed_defines([_layer(96, cout=8, pixels=3, **pw3)]),
                           packed_defines([_layer(24)])])["MCU_PACKED_PW3_TAPS"] == 288
-    # four-pixel blocks: as the triples over 12 to 36 pixels by fours; their one output count across methods
-    assert packed_defines([_layer(128, cout=128, pixels=36, **pw3), _layer(64, cout=128, pixels=36, **pw3)]) | {
-        "MCU_PACKED_PW4_TAPS": 4608, "MCU_PW4_COUT": 128} == packed_defines(
-        [_layer(128, cout=128, pixels=36, **pw3), _layer(64, cout=128, pixels=36, **pw3)])
-    assert packed_defines([_layer(64, cout=8, pixels=12, **pw3), _layer(32, cout=16, pixels=16, **pw3)])[
+    # four-pixel blocks: as the triples over 12 to 36 pixels by fours, where the pairs group (their buffer); their
+    # one output count across methods
+    pw4 = {**pw3, "group": True}
+    assert packed_defines([_layer(128, cout=128, pixels=36, **pw4), _layer(64, cout=128, pixels=36, **pw4)])[
+        "MCU_PACKED_PW4_TAPS"] == 4608
+    assert packed_defines([_layer(128, cout=128, pixels=36, **pw4)])["MCU_PW4_COUT"] == 128
+    assert packed_defines([_layer(64, cout=128, pixels=12, **pw4), _layer(128, cout=64, pixels=16, **pw4)])[
         "MCU_PW4_COUT"] == 0
-    for other in (_layer(128, cout=64, pixels=8, **pw3), _layer(128, cout=64, pixels=40, **pw3),
-                  _layer(128, cout=64, pixels=30, **pw3), _layer(48, cout=64, pixels=36, **pw3),
-                  _layer(128, cout=64, pixels=36, act_max=100, **pw3)):
+    for other in (_layer(128, cout=64, pixels=8, **pw4), _layer(128, cout=64, pixels=40, **pw4),
+                  _layer(128, cout=64, pixels=30, **pw4), _layer(48, cout=64, pixels=36, **pw4),
+                  _layer(128, cout=64, pixels=36, act_max=100, **pw4), _layer(128, cout=128, pixels=36, **pw3),
+                  _layer(256, cout=64, pixels=36, **pw4)):
         assert packed_defines([other])["MCU_PACKED_PW4_TAPS"] == 0
-    assert merge_defines([packed_defines([_layer(64, cout=8, pixels=12, **pw3)]),
-                          packed_defines([_layer(24)])])["MCU_PW4_COUT"] == 8
-        # the speed paths a model's layers take, each built only where one does (1) and left out otherwise (0)
+    assert merge_defines([packed_defines([_layer(64, cout=128, pixels=12, **pw4)]),
+                          packed_defines([_layer(24)])])["MCU_PW4_COUT"] == 128
+    # the speed paths a model's layers take, each built only where one does (1) and left out otherwise (0)
     def paths(*layers: PackedLayer) -> tuple[int, ...]:
         d = packed_defines(layers)
         return tuple(d[k] for k in ("MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",

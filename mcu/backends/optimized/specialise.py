@@ -192,9 +192,12 @@ class PackedLayer:
 
     def takes_pw4(self) -> bool:
         """The four-pixel blocks (mcu_pw4_layer in pw4_s8_dsp.h, Armv8-M Mainline) may run it: as takes_pw3, a
-        multiple of 4 pixels within PW4_PIXELS (it comes before the three-pixel blocks)."""
+        multiple of 4 pixels within PW4_PIXELS (it comes before the three-pixel blocks), and only where its pairs
+        would group, so that every column fits the buffer the groups size (without wait states the quads' columns
+        would add up to 9 kB of stack, and mobilenet_v1's streamed rows then run in smaller bands)."""
         return (self.takes_pw_pairs() and self.scaled and not self.clamps() and self.pixels % 4 == 0
-                and PW4_PIXELS[0] <= self.pixels <= PW4_PIXELS[1] and self.kp % PW3_KP_STEP == 0)
+                and PW4_PIXELS[0] <= self.pixels <= PW4_PIXELS[1] and self.kp % PW3_KP_STEP == 0
+                and self.groups_pairs() and self.pixels * self.kp <= PW_GROUP_TAPS_MAX)
 
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
