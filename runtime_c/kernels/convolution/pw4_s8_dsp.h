@@ -83,7 +83,8 @@ typedef struct {
     ".rept " MCU_PW4_STR(MCU_PW3_SEG) " - 1\n\t" MCU_PW4_TAP ".endr\n\t"
 #define MCU_PW4_TAPS_PASS                                                                                 \
     ".set .Lpw4_t, 0\n\t" MCU_PW4_SEG("40") MCU_PW4_SEG("41") MCU_PW4_SEG("42") MCU_PW4_SEG("43")
-/* The first pass's entry at tap pair e (s14) but 1: the pointers back by e - 1 tap pairs, so that the immediate
+/* The first pass's entry at tap pair e (s14; 1 and 33, 128 and 64 taps, next to the quad's head, the others out of
+ * line) but 1: the pointers back by e - 1 tap pairs, so that the immediate
  * offsets meet the column's and stream's starts. */
 #define MCU_PW4_ENTRY(e, label)                                                                           \
     "cmp r8, #" e "\n\t"                                                                                  \
@@ -161,8 +162,8 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
         "smlad r4, r8, lr, r4\n\t"
         "vmov r8, s14\n\t"
         "cmp r8, #1\n\t"
-        "bne 5f\n\t"
-        "b 40f\n\t"
+        "beq 40f\n\t" MCU_PW4_ENTRY("33", "42f")
+        "b 5f\n\t"
         "3:\n\t"
         MCU_PW4_TAPS_PASS
         "add r11, r11, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
@@ -210,7 +211,7 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
         "cmp r6, r7\n\t"
         "bne 1b\n\t"
         "b 6f\n\t"
-        "5:\n\t" MCU_PW4_ENTRY("17", "41b") MCU_PW4_ENTRY("33", "42b") MCU_PW4_ENTRY("49", "43b")
+        "5:\n\t" MCU_PW4_ENTRY("17", "41b") MCU_PW4_ENTRY("49", "43b")
         "6:\n\t"
         "vmov r7, s13\n\t"
         : "+r"(s)
