@@ -42,19 +42,6 @@
 #if MCU_PW4_WANTED && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP) &&         \
     MCU_PW3_PASS == 4 * MCU_PW3_SEG
 
-typedef struct {
-    const int16_t *col;     /* the quads' columns, one after another */
-    int32_t col_bytes;      /* a quad's: 8 kp */
-    const int16_t *col_end; /* after the last quad's */
-    const int32_t *blocks;  /* the stream's first block */
-    int32_t block_bytes;    /* 4 mcu_packed_block_words(kp) */
-    int32_t rq_off;         /* from a block to its (m, C) words: 16 + 8 kp */
-    int8_t *y;              /* the first pixel's outputs */
-    int32_t stride;         /* output channels: from a pixel's outputs to the next one's */
-    int32_t halves;         /* 2 (output channels / 4) */
-    int32_t skip;           /* the tap pair (1 to MCU_PW3_PASS - 1) the first pass is entered at after tap pair 0, so
-                             * that whole passes follow */
-} mcu_pw4_state;
 
 #define MCU_PW4_STR2(x) #x
 #define MCU_PW4_STR(x) MCU_PW4_STR2(x)
@@ -101,47 +88,15 @@ typedef struct {
  * from n, then each quad: tap pair 0 with the two biases in one run of eight loads (the biases' registers are
  * pixel A's accumulators, so B-D's SMLAD come first), the first pass entered at tap pair 1 (s14 names the entry: the
  * passes then end with the stream), SMMLA and SSAT, eight byte stores. */
-static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
+static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
 {
-    register const mcu_pw4_state *s __asm__("r0") = st;
+    register const mcu_pw3_state *s __asm__("r0") = st;
     __asm__ volatile(
         ".set .Lpw4_s, " MCU_PW4_STR(MCU_PW4_COUT) "\n\t"
-        "vmov s13, r7\n\t"
-        "ldm r0, {r1, r2, r3, r4, r5, r6, r8, r9, r10, r11}\n\t"
-        "vmov s14, r11\n\t"
-        "vmov s0, r1\n\t"
-        "vmov s1, r2\n\t"
-        "vmov s2, r3\n\t"
-        "vmov s3, r4\n\t"
-        "vmov s4, r5\n\t"
-        "vmov s5, r6\n\t"
-        "vmov s6, r8\n\t"
-        "vmov s7, r9\n\t"
-        "vmov s9, r10\n\t"
-        "movs r6, #0\n\t"
-        "vmov s8, r6\n\t"
-        "1:\n\t"
-        "vmov r6, s8\n\t"
-        "vmov r7, s3\n\t"
-        "vmov r8, s4\n\t"
-        "lsr r9, r6, #1\n\t"
-        "and r10, r6, #1\n\t"
-        "mla r7, r9, r8, r7\n\t"
-        "add r7, r7, r10, lsl #3\n\t"
-        "add r12, r7, #16\n\t"
-        "vmov s10, r12\n\t"
+        MCU_PW3_ENTER
         "vmov r8, s1\n\t"
-        "add r12, r12, r8\n\t"
-        "vmov s15, r12\n\t"
-        "vmov r8, s5\n\t"
-        "add r8, r7, r8\n\t"
-        "add r8, r8, r10, lsl #3\n\t"
-        "vmov s11, r8\n\t"
-        "vmov r8, s6\n\t"
-        "add r8, r8, r9, lsl #2\n\t"
-        "add r8, r8, r10, lsl #1\n\t"
-        "vmov s12, r8\n\t"
-        "vmov r11, s0\n\t"
+        "add r8, r12, r8\n\t"
+        "vmov s15, r8\n\t"
         "2:\n\t"
         "vmov r12, s10\n\t"
         "ldr r0, [r12, #-16]\n\t"
@@ -204,12 +159,7 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw4_state *st)
         "vmov r9, s2\n\t"
         "cmp r11, r9\n\t"
         "bne 2b\n\t"
-        "vmov r6, s8\n\t"
-        "adds r6, r6, #1\n\t"
-        "vmov s8, r6\n\t"
-        "vmov r7, s9\n\t"
-        "cmp r6, r7\n\t"
-        "bne 1b\n\t"
+        MCU_PW3_HALF_NEXT
         "b 6f\n\t"
         "5:\n\t" MCU_PW4_ENTRY("17", "41b") MCU_PW4_ENTRY("49", "43b")
         "6:\n\t"
@@ -274,7 +224,7 @@ static inline void mcu_pw4_layer(const int8_t *x, int8_t *y, int32_t pixels, int
         mcu_column2of4_s8(x + t * kp, kp, kp, input_offset, col + t * kp);
         mcu_column2of4_s8(x + (t + 2) * kp, kp, kp, input_offset, col + t * kp + 4);
     }
-    const mcu_pw4_state s = {col, 8 * kp, col + pixels * kp, blocks, 4 * mcu_packed_block_words(kp), 16 + 8 * kp,
+    const mcu_pw3_state s = {col, 8 * kp, col + pixels * kp, blocks, 4 * mcu_packed_block_words(kp), 16 + 8 * kp,
                              y, cout, 2 * (cout / 4), MCU_PW3_PASS - (kp / 2 - 1) % MCU_PW3_PASS};
     mcu_pw4_blocks(&s);
 }
