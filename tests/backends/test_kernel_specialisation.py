@@ -33,7 +33,8 @@ NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
         "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
         "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0, "MCU_PACKED_PW8_16": 0,
-        "MCU_PACKED_ROWS_COUT": 0, "MCU_PWS_Q16_COUT": 0, "MCU_PWS_Q32_COUT": 0, "MCU_PACKED_NARROW_PARTS": 0}
+        "MCU_PACKED_ROWS_COUT": 0, "MCU_PWS_Q16_COUT": 0, "MCU_PWS_Q32_COUT": 0, "MCU_PACKED_NARROW_PARTS": 0,
+        "MCU_PACKED_PW4_TAPS": 0, "MCU_PW4_COUT": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -201,6 +202,21 @@ def test_defines_from_layers() -> None:
         assert packed_defines([other])["MCU_PACKED_PW3_TAPS"] == 0
     assert merge_defines([packed_defines([_layer(96, cout=8, pixels=3, **pw3)]),
                           packed_defines([_layer(24)])])["MCU_PACKED_PW3_TAPS"] == 288
+    # four-pixel blocks: as the triples over 12 to 36 pixels by fours, where the pairs group (their buffer); their
+    # one output count across methods
+    pw4 = {**pw3, "group": True}
+    assert packed_defines([_layer(128, cout=128, pixels=36, **pw4), _layer(64, cout=128, pixels=36, **pw4)])[
+        "MCU_PACKED_PW4_TAPS"] == 4608
+    assert packed_defines([_layer(128, cout=128, pixels=36, **pw4)])["MCU_PW4_COUT"] == 128
+    assert packed_defines([_layer(64, cout=128, pixels=12, **pw4), _layer(128, cout=64, pixels=16, **pw4)])[
+        "MCU_PW4_COUT"] == 0
+    for other in (_layer(128, cout=64, pixels=8, **pw4), _layer(128, cout=64, pixels=40, **pw4),
+                  _layer(128, cout=64, pixels=30, **pw4), _layer(48, cout=64, pixels=36, **pw4),
+                  _layer(128, cout=64, pixels=36, act_max=100, **pw4), _layer(128, cout=128, pixels=36, **pw3),
+                  _layer(256, cout=64, pixels=36, **pw4)):
+        assert packed_defines([other])["MCU_PACKED_PW4_TAPS"] == 0
+    assert merge_defines([packed_defines([_layer(64, cout=128, pixels=12, **pw4)]),
+                          packed_defines([_layer(24)])])["MCU_PW4_COUT"] == 128
     # the speed paths a model's layers take, each built only where one does (1) and left out otherwise (0)
     def paths(*layers: PackedLayer) -> tuple[int, ...]:
         d = packed_defines(layers)

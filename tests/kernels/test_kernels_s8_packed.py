@@ -540,7 +540,7 @@ def test_narrow_parts_on_core(tmp_path_factory, stream_min: int, cases: list[dic
 
 @st.composite
 def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False, chain: bool = False,
-                     triple: bool = False, many: bool = False) -> dict:
+                     triple: bool = False, many: bool = False, quad: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
     up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
@@ -560,9 +560,12 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     range is all of int8 (on the Cortex-M33 a group's part runs its pairs chained through the direct entry:
     MCU_PX2_CHAIN). ``triple``: flat scaled streams of 32 to 256 channels in whose range is all of int8 over 3, 6 or 9
     pixels (pw3_s8_dsp.h: three pixels by two channels, every column first); with ``many`` 64 or 128 channels in over
-    7 x 7 to 9 x 9 pixels (24 to 40 pairs: groups of more than 18 where the buffer holds them)."""
+    7 x 7 to 9 x 9 pixels (24 to 40 pairs: groups of more than 18 where the buffer holds them). ``quad``: as
+    ``triple`` over 12 to 36 pixels, most a multiple of 4 (pw4_s8_dsp.h: four pixels by two channels), 32 to 128 in."""
+    triple = triple or quad
     k = 1 if pw8 or small or chain or triple else draw(st.sampled_from([1, 3]))
     cin = (8 if pw8 else draw(st.sampled_from([64, 128] if many else [64, 128, 256])) if chain
+           else draw(st.sampled_from([32, 64, 96, 128])) if quad
            else draw(st.sampled_from([32, 64, 96, 256])) if triple
            else draw(st.sampled_from([16, 32])) if small
            else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
@@ -572,7 +575,8 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = 
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
     # the units left over, pairs and pixels after them
-    h, w = (draw(st.sampled_from([(1, 3), (3, 1), (2, 3), (3, 2), (3, 3)])) if triple
+    h, w = (draw(st.sampled_from([(3, 4), (4, 4), (2, 10), (4, 6), (4, 7), (6, 6), (5, 5)])) if quad
+            else draw(st.sampled_from([(1, 3), (3, 1), (2, 3), (3, 2), (3, 3)])) if triple
             else (draw(st.integers(7, 9)), draw(st.integers(7, 9))) if many
             else (draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -771,6 +775,21 @@ def test_pw3_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> No
     and in place both ways (every column built before any output), extremes of inputs (neighbouring pixels at
     opposite ones too), weights, multipliers, and biases at the edges of the room the scaled layout leaves."""
     _batch_on_core(tmp_path_factory, board_name, cases, "pw3", {"MCU_PACKED_PW3_TAPS": 9 * 256})
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("cout", [0, 8])
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(cases=st.lists(_pixel_pair_case(quad=True), min_size=12, max_size=12))
+def test_pw4_on_core(tmp_path_factory, cout: int, cases: list[dict]) -> None:
+    """Flat pointwise layers of 12 to 36 pixels over scaled streams, four pixels by two channels a block
+    (pw4_s8_dsp.h, the Cortex-M33), bit-exact with the reference: 32 to 128 channels in (every entry of the first
+    pass), 4 to 16 out, forward and in place both ways (every column built before any output), extremes as for
+    the triples; pixels B to D's bytes by a register (no count named) and at immediate offsets (built for 8 output
+    channels: the other counts take the pairs); 25 pixels, not a multiple of 4, the pairs."""
+    _batch_on_core(tmp_path_factory, "mps2-an505", cases, f"pw4_{cout}",
+                   {"MCU_PACKED_PW4_TAPS": 36 * 128, "MCU_PW4_COUT": cout})
 
 
 def _batch_on_core(tmp_path_factory, board_name: str, cases: list[dict], label: str,

@@ -77,6 +77,7 @@ PW_GROUP_TAPS = PW_GROUP_PAIRS * (2 * 64 + PW_GROUP_SPARE)  # 18 pairs of 64 tap
 PW_GROUP_TAPS_MAX = PW_GROUP_PAIRS * (2 * 128 + PW_GROUP_SPARE)
 PW3_PIXELS_MAX = 9  # MCU_PW3_PIXELS_MAX (convolution/pw3_s8_dsp.h): the images three-pixel blocks take
 PW3_KP_STEP = 32  # MCU_PW3_KP_STEP: the taps whose multiples that loop's half passes take whole
+PW4_PIXELS = (12, 36)  # MCU_PW4_PIXELS_MIN, _MAX (convolution/pw4_s8_dsp.h): the images four-pixel blocks take
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,15 @@ class PackedLayer:
         return (self.takes_pw_pairs() and self.scaled and not self.clamps() and self.pixels % 3 == 0
                 and self.pixels <= PW3_PIXELS_MAX and self.kp % PW3_KP_STEP == 0)
 
+    def takes_pw4(self) -> bool:
+        """The four-pixel blocks (mcu_pw4_layer in pw4_s8_dsp.h, Armv8-M Mainline) may run it: as takes_pw3, a
+        multiple of 4 pixels within PW4_PIXELS (it comes before the three-pixel blocks), and only where its pairs
+        would group, so that every column fits the buffer the groups size (without wait states the quads' columns
+        would add up to 9 kB of stack, and mobilenet_v1's streamed rows then run in smaller bands)."""
+        return (self.takes_pw_pairs() and self.scaled and not self.clamps() and self.pixels % 4 == 0
+                and PW4_PIXELS[0] <= self.pixels <= PW4_PIXELS[1] and self.kp % PW3_KP_STEP == 0
+                and self.groups_pairs() and self.pixels * self.kp <= PW_GROUP_TAPS_MAX)
+
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
         return min(PW_GROUP_PAIRS, self.pixels // 2) * (2 * self.kp + PW_GROUP_SPARE)
@@ -252,6 +262,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW_PARTS": int(any(layer.narrow_parts() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
             "MCU_PACKED_PW3_TAPS": max((layer.pixels * layer.kp for layer in layers if layer.takes_pw3()), default=0),
+            "MCU_PACKED_PW4_TAPS": max((layer.pixels * layer.kp for layer in layers if layer.takes_pw4()), default=0),
+            "MCU_PW4_COUT": _one_count(layer.cout for layer in layers if layer.takes_pw4()),
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
             "MCU_PACKED_SCALED": int(any(layer.scaled for layer in layers)),
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
@@ -274,6 +286,8 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             **{name: int(any(p[name] for p in parts)) for name in PATHS},
             "MCU_PACKED_PW_GROUP_TAPS": max(p["MCU_PACKED_PW_GROUP_TAPS"] for p in parts),
             "MCU_PACKED_PW3_TAPS": max(p["MCU_PACKED_PW3_TAPS"] for p in parts),
+            "MCU_PACKED_PW4_TAPS": max(p["MCU_PACKED_PW4_TAPS"] for p in parts),
+            "MCU_PW4_COUT": _one_count(p["MCU_PW4_COUT"] for p in parts),
             "MCU_PIXEL4_GROUP": max(p["MCU_PIXEL4_GROUP"] for p in parts),
             "MCU_PACKED_ROWS_COUT": _one_count(p["MCU_PACKED_ROWS_COUT"] for p in parts if p["MCU_PACKED_NARROW_ROWS"]),
             **{name: _one_count(p.get(name, 0) for p in parts) for name in QUADS_COUT.values()}}

@@ -14,6 +14,7 @@
 #include "gemm_s8_dsp.h"
 #include "pair_bytes_s8_dsp.h"
 #include "pw3_s8_dsp.h"
+#include "pw4_s8_dsp.h"
 #include "pw_small_s8_dsp.h"
 #include "../common/requant.h"
 #include "../common/window.h"
@@ -364,8 +365,9 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 #define MCU_PACKED_BUF_TAPS1                                                                              \
     (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
 #define MCU_PACKED_BUF_TAPS2 (MCU_PW3_TAPS > MCU_PACKED_BUF_TAPS1 ? MCU_PW3_TAPS : MCU_PACKED_BUF_TAPS1)
+#define MCU_PACKED_BUF_TAPS3 (MCU_PW4_TAPS > MCU_PACKED_BUF_TAPS2 ? MCU_PW4_TAPS : MCU_PACKED_BUF_TAPS2)
 #define MCU_PACKED_BUF_TAPS                                                                               \
-    (MCU_PIXEL4_GROUP_TAPS > MCU_PACKED_BUF_TAPS2 ? MCU_PIXEL4_GROUP_TAPS : MCU_PACKED_BUF_TAPS2)
+    (MCU_PIXEL4_GROUP_TAPS > MCU_PACKED_BUF_TAPS3 ? MCU_PIXEL4_GROUP_TAPS : MCU_PACKED_BUF_TAPS3)
 /* The column buffer's array: at least the widened rows' slots where a layer takes them (the section's need) */
 #if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
 #define MCU_PACKED_COL_ARRAY (MCU_PACKED_BUF_TAPS > MCU_K3C3_BUF_TAPS ? MCU_PACKED_BUF_TAPS : MCU_K3C3_BUF_TAPS)
@@ -702,6 +704,14 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
      * behind such a cache (FLAG_GROUP: the groups' parts, the alternating block order) */
     const int pws = pw_pairs && mcu_pw_small_takes(l.px2, kp) && ((uintptr_t)input & 3u) == 0 &&
                     (!l.group || (int64_t)l.words * 4 * (out.c / 4) <= MCU_PIXEL4_STREAM_MIN);
+#endif
+#if defined(MCU_PW4_BUILT)
+    /* a small image of a multiple of 4 pixels: the whole layer in one call, every column first (pw4_s8_dsp.h) */
+    if (pw_pairs && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 && p->pad_left == 0 && out.h == in.h &&
+        out.w == in.w && mcu_pw4_takes(l.px2, kp, (int64_t)in.n * hw, out.c, MCU_PACKED_BUF_TAPS)) {
+        mcu_pw4_layer(input, output, (int32_t)(in.n * hw), kp, out.c, p->input_offset, packed, col);
+        return MCU_OK;
+    }
 #endif
 #if defined(MCU_PW3_BUILT)
     /* a small image of a multiple of 3 pixels: the whole layer in one call, every column first (pw3_s8_dsp.h) */

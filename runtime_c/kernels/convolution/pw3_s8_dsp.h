@@ -47,20 +47,70 @@
 #define MCU_PW3_SEG 16     /* tap pairs between the first pass's entries */
 #define MCU_PW3_KP_STEP 32 /* the taps of MCU_PW3_SEG tap pairs: layers of a multiple of them */
 
-#if MCU_PW3_WANTED && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
-
 typedef struct {
-    const int16_t *col;     /* the triples' columns, one after another */
-    int32_t col_bytes;      /* a triple's: 6 kp */
-    const int16_t *col_end; /* after the last triple's */
+    const int16_t *col;     /* the blocks' columns (three or four pixels'), one after another */
+    int32_t col_bytes;      /* a block's: 6 kp (three pixels), 8 kp (four) */
+    const int16_t *col_end; /* after the last block's */
     const int32_t *blocks;  /* the stream's first block */
     int32_t block_bytes;    /* 4 mcu_packed_block_words(kp) */
     int32_t rq_off;         /* from a block to its (m, C) words: 16 + 8 kp */
     int8_t *y;              /* the first pixel's outputs */
     int32_t stride;         /* output channels: from a pixel's outputs to the next one's */
     int32_t halves;         /* 2 (output channels / 4) */
-    int32_t skip;           /* the first pass's tap pairs skipped, so that whole passes follow (MCU_PW3_SEG's multiple) */
+    int32_t skip;           /* the first pass's entry, so that whole passes follow: the tap pairs skipped (MCU_PW3_SEG's
+                             * multiple; mcu_pw3_blocks) or the tap pair entered after tap pair 0 (mcu_pw4_blocks) */
 } mcu_pw3_state;
+
+/* The call's state (r0) into s0-s9 and s14 (r7 in s13), then half block n (s8, label 1) set up: its stream
+ * (s10, r12), (m, C) words (s11) and first outputs (s12); the column from its start (r11), lr its first block's end.
+ * Shared with mcu_pw4_blocks (pw4_s8_dsp.h), whose state has the same layout */
+#define MCU_PW3_ENTER                                                                                     \
+    "vmov s13, r7\n\t"                                                                                    \
+    "ldm r0, {r1, r2, r3, r4, r5, r6, r8, r9, r10, r11}\n\t"                                              \
+    "vmov s14, r11\n\t"                                                                                   \
+    "vmov s0, r1\n\t"                                                                                     \
+    "vmov s1, r2\n\t"                                                                                     \
+    "vmov s2, r3\n\t"                                                                                     \
+    "vmov s3, r4\n\t"                                                                                     \
+    "vmov s4, r5\n\t"                                                                                     \
+    "vmov s5, r6\n\t"                                                                                     \
+    "vmov s6, r8\n\t"                                                                                     \
+    "vmov s7, r9\n\t"                                                                                     \
+    "vmov s9, r10\n\t"                                                                                    \
+    "movs r6, #0\n\t"                                                                                     \
+    "vmov s8, r6\n\t"                                                                                     \
+    "1:\n\t"                                                                                              \
+    "vmov r6, s8\n\t"                                                                                     \
+    "vmov r7, s3\n\t"                                                                                     \
+    "vmov r8, s4\n\t"                                                                                     \
+    "lsr r9, r6, #1\n\t"                                                                                  \
+    "and r10, r6, #1\n\t"                                                                                 \
+    "mla r7, r9, r8, r7\n\t"                                                                              \
+    "add r7, r7, r10, lsl #3\n\t"                                                                         \
+    "add r12, r7, #16\n\t"                                                                                \
+    "vmov s10, r12\n\t"                                                                                   \
+    "vmov r8, s5\n\t"                                                                                     \
+    "add r8, r7, r8\n\t"                                                                                  \
+    "add r8, r8, r10, lsl #3\n\t"                                                                         \
+    "vmov s11, r8\n\t"                                                                                    \
+    "vmov r8, s6\n\t"                                                                                     \
+    "add r8, r8, r9, lsl #2\n\t"                                                                          \
+    "add r8, r8, r10, lsl #1\n\t"                                                                         \
+    "vmov s12, r8\n\t"                                                                                    \
+    "vmov r11, s0\n\t"                                                                                    \
+    "vmov lr, s1\n\t"                                                                                     \
+    "add lr, r11, lr\n\t"
+/* The next half block (s8) until the last (s9) */
+#define MCU_PW3_HALF_NEXT                                                                                 \
+    "vmov r6, s8\n\t"                                                                                     \
+    "adds r6, r6, #1\n\t"                                                                                 \
+    "vmov s8, r6\n\t"                                                                                     \
+    "vmov r7, s9\n\t"                                                                                     \
+    "cmp r6, r7\n\t"                                                                                      \
+    "bne 1b\n\t"
+
+#if MCU_PW3_WANTED && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
+
 
 #define MCU_PW3_STR2(x) #x
 #define MCU_PW3_STR(x) MCU_PW3_STR2(x)
@@ -113,41 +163,7 @@ static __attribute__((noinline)) void mcu_pw3_blocks(const mcu_pw3_state *st)
 {
     register const mcu_pw3_state *s __asm__("r0") = st;
     __asm__ volatile(
-        "vmov s13, r7\n\t"
-        "ldm r0, {r1, r2, r3, r4, r5, r6, r8, r9, r10, r11}\n\t"
-        "vmov s14, r11\n\t"
-        "vmov s0, r1\n\t"
-        "vmov s1, r2\n\t"
-        "vmov s2, r3\n\t"
-        "vmov s3, r4\n\t"
-        "vmov s4, r5\n\t"
-        "vmov s5, r6\n\t"
-        "vmov s6, r8\n\t"
-        "vmov s7, r9\n\t"
-        "vmov s9, r10\n\t"
-        "movs r6, #0\n\t"
-        "vmov s8, r6\n\t"
-        "1:\n\t"
-        "vmov r6, s8\n\t"
-        "vmov r7, s3\n\t"
-        "vmov r8, s4\n\t"
-        "lsr r9, r6, #1\n\t"
-        "and r10, r6, #1\n\t"
-        "mla r7, r9, r8, r7\n\t"
-        "add r7, r7, r10, lsl #3\n\t"
-        "add r12, r7, #16\n\t"
-        "vmov s10, r12\n\t"
-        "vmov r8, s5\n\t"
-        "add r8, r7, r8\n\t"
-        "add r8, r8, r10, lsl #3\n\t"
-        "vmov s11, r8\n\t"
-        "vmov r8, s6\n\t"
-        "add r8, r8, r9, lsl #2\n\t"
-        "add r8, r8, r10, lsl #1\n\t"
-        "vmov s12, r8\n\t"
-        "vmov r11, s0\n\t"
-        "vmov lr, s1\n\t"
-        "add lr, r11, lr\n\t"
+        MCU_PW3_ENTER
         "2:\n\t"
         "vmov r12, s10\n\t"
         "ldr r0, [r12, #-16]\n\t"
@@ -187,12 +203,7 @@ static __attribute__((noinline)) void mcu_pw3_blocks(const mcu_pw3_state *st)
         "vmov r7, s2\n\t"
         "cmp r11, r7\n\t"
         "bne 2b\n\t"
-        "vmov r6, s8\n\t"
-        "adds r6, r6, #1\n\t"
-        "vmov s8, r6\n\t"
-        "vmov r7, s9\n\t"
-        "cmp r6, r7\n\t"
-        "bne 1b\n\t"
+        MCU_PW3_HALF_NEXT
         "b 6f\n\t"
         "5:\n\t"
         MCU_PW3_SKIP

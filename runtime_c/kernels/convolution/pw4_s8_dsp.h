@@ -1,0 +1,232 @@
+/* Flat pointwise layers of small images over a scaled stream (mcu_conv2d_packed_s8's flat pairs, their bytes stored
+ * whole): four output pixels by two output channels a register block, the whole layer in one assembly (Armv8-M
+ * Mainline). Internal: static inline only, included by mcu_conv2d_packed_s8.c after pw3_s8_dsp.h.
+ *
+ * Why: the pairs (2 pixels x 4 channels) spend about 64 cycles per 8 outputs beside their tap pairs (requantization
+ * words for four channels, stores at a computed address, a call per part of the stream). Here a tap pair of four
+ * pixels and two channels is two runs of loads (pixels A, B and the two weight words: 5 cycles; C, D: 3) and eight
+ * SMLAD, 16 cycles per 16 MACs, the pairs' rate, with the accumulators r0-r7 (channel 0 for pixels A-D in r0-r3,
+ * channel 1 in r4-r7), the loads r8-r10 and lr, the column r11 and the stream r12; a half block's (m, C) serve four
+ * pixels and, where the output channels are known (MCU_PW4_COUT), the eight bytes go to immediate offsets from one
+ * pointer. As in pw3_s8_dsp.h every pixel's column is built first (in place is safe) and the stream is read once a
+ * layer; the state lives in FPU registers. */
+#ifndef MCU_KERNELS_INTERNAL_PW4_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_PW4_S8_DSP_H
+
+#include <stdint.h>
+
+#include "gemm_s8_dsp.h"
+#include "pw3_s8_dsp.h"
+
+/* The int16 of the kernel's column buffer this build's quads need at least (specialise.py: the widest such layer's
+ * pixels x taps); 0: no layer takes them, no code for them. Unset: the code is built and takes the layers whose
+ * columns fit the buffer the other paths size. Armv8-M Mainline only: a pass of 64 tap pairs is 3 kB of code, past
+ * the L4R5's 1 kB ART. */
+#if !defined(__ARM_ARCH_8M_MAIN__)
+#define MCU_PW4_TAPS 0
+#define MCU_PW4_WANTED 0
+#elif !defined(MCU_PACKED_PW4_TAPS)
+#define MCU_PW4_TAPS 0
+#define MCU_PW4_WANTED 1
+#else
+#define MCU_PW4_TAPS MCU_PACKED_PW4_TAPS
+#define MCU_PW4_WANTED (MCU_PACKED_PW4_TAPS > 0)
+#endif
+#ifndef MCU_PW4_COUT
+#define MCU_PW4_COUT 0 /* the output channels whose quads store at immediate offsets (specialise.py); 0: any count */
+#endif
+/* The images the quads take: a 6 x 6 image's 36 pixels (9 quads) fill the pairs' group buffer at 128 taps. */
+#define MCU_PW4_PIXELS_MIN 12
+#define MCU_PW4_PIXELS_MAX 36
+
+#if MCU_PW4_WANTED && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP) &&         \
+    MCU_PW3_PASS == 4 * MCU_PW3_SEG
+
+
+#define MCU_PW4_STR2(x) #x
+#define MCU_PW4_STR(x) MCU_PW4_STR2(x)
+
+/* A tap pair: the column's (A, B, C, D) words at r11 + 16 t, the half block's two words at r12 + 16 t. */
+#define MCU_PW4_TAP                                                                                       \
+    "ldr r8, [r11, #16 * .Lpw4_t]\n\t"                                                                  \
+    "ldr r9, [r11, #16 * .Lpw4_t + 4]\n\t"                                                              \
+    "ldr r10, [r12, #16 * .Lpw4_t]\n\t"                                                                 \
+    "ldr lr, [r12, #16 * .Lpw4_t + 4]\n\t"                                                              \
+    "smlad r0, r8, r10, r0\n\t"                                                                           \
+    "smlad r4, r8, lr, r4\n\t"                                                                            \
+    "smlad r1, r9, r10, r1\n\t"                                                                           \
+    "smlad r5, r9, lr, r5\n\t"                                                                            \
+    "ldr r8, [r11, #16 * .Lpw4_t + 8]\n\t"                                                              \
+    "ldr r9, [r11, #16 * .Lpw4_t + 12]\n\t"                                                             \
+    "smlad r2, r8, r10, r2\n\t"                                                                           \
+    "smlad r6, r8, lr, r6\n\t"                                                                            \
+    "smlad r3, r9, r10, r3\n\t"                                                                           \
+    "smlad r7, r9, lr, r7\n\t"                                                                            \
+    ".set .Lpw4_t, .Lpw4_t + 1\n\t"
+/* MCU_PW3_SEG tap pairs, entry label `e` after the first (the first pass's entry where tap pair 1 of a quad falls on
+ * it) */
+#define MCU_PW4_SEG(e)                                                                                    \
+    MCU_PW4_TAP e ":\n\t"                                                                                 \
+    ".rept " MCU_PW4_STR(MCU_PW3_SEG) " - 1\n\t" MCU_PW4_TAP ".endr\n\t"
+#define MCU_PW4_TAPS_PASS                                                                                 \
+    ".set .Lpw4_t, 0\n\t" MCU_PW4_SEG("40") MCU_PW4_SEG("41") MCU_PW4_SEG("42") MCU_PW4_SEG("43")
+/* The first pass's entry at tap pair e (s14; 1 and 33, 128 and 64 taps, next to the quad's head, the others out of
+ * line) but 1: the pointers back by e - 1 tap pairs, so that the immediate
+ * offsets meet the column's and stream's starts. */
+#define MCU_PW4_ENTRY(e, label)                                                                           \
+    "cmp r8, #" e "\n\t"                                                                                  \
+    "itt eq\n\t"                                                                                          \
+    "subeq r11, r11, #16 * (" e " - 1)\n\t"                                                               \
+    "subeq r12, r12, #16 * (" e " - 1)\n\t"                                                               \
+    "beq " label "\n\t"
+
+#define MCU_PW4_RQ(a, m, c)                                                                               \
+    "smmla " a ", " a ", " m ", " c "\n\t"                                                                \
+    "ssat " a ", #8, " a ", asr #" MCU_PW4_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+
+/* Half block n (s8) of every quad: its stream (s10) and its end (s15), (m, C) words (s11) and first outputs (s12)
+ * from n, then each quad: tap pair 0 with the two biases in one run of eight loads (the biases' registers are
+ * pixel A's accumulators, so B-D's SMLAD come first), the first pass entered at tap pair 1 (s14 names the entry: the
+ * passes then end with the stream), SMMLA and SSAT, eight byte stores. */
+static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
+{
+    register const mcu_pw3_state *s __asm__("r0") = st;
+    __asm__ volatile(
+        ".set .Lpw4_s, " MCU_PW4_STR(MCU_PW4_COUT) "\n\t"
+        MCU_PW3_ENTER
+        "vmov r8, s1\n\t"
+        "add r8, r12, r8\n\t"
+        "vmov s15, r8\n\t"
+        "2:\n\t"
+        "vmov r12, s10\n\t"
+        "ldr r0, [r12, #-16]\n\t"
+        "ldr r4, [r12, #-12]\n\t"
+        "ldr r10, [r12]\n\t"
+        "ldr lr, [r12, #4]\n\t"
+        "ldr r8, [r11]\n\t"
+        "ldr r9, [r11, #4]\n\t"
+        "ldr r2, [r11, #8]\n\t"
+        "ldr r3, [r11, #12]\n\t"
+        "smlad r1, r9, r10, r0\n\t"
+        "smlad r5, r9, lr, r4\n\t"
+        "smlad r6, r2, lr, r4\n\t"
+        "smlad r2, r2, r10, r0\n\t"
+        "smlad r7, r3, lr, r4\n\t"
+        "smlad r3, r3, r10, r0\n\t"
+        "smlad r0, r8, r10, r0\n\t"
+        "smlad r4, r8, lr, r4\n\t"
+        "vmov r8, s14\n\t"
+        "cmp r8, #1\n\t"
+        "beq 40f\n\t" MCU_PW4_ENTRY("33", "42f")
+        "b 5f\n\t"
+        "3:\n\t"
+        MCU_PW4_TAPS_PASS
+        "add r11, r11, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
+        "add r12, r12, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
+        "vmov r8, s15\n\t"
+        "cmp r12, r8\n\t"
+        "bne 3b\n\t"
+        "vmov lr, s11\n\t"
+        "ldm lr, {r8, r9, r10, lr}\n\t"
+        MCU_PW4_RQ("r0", "r8", "r9") MCU_PW4_RQ("r1", "r8", "r9") MCU_PW4_RQ("r2", "r8", "r9")
+        MCU_PW4_RQ("r3", "r8", "r9") MCU_PW4_RQ("r4", "r10", "lr") MCU_PW4_RQ("r5", "r10", "lr")
+        MCU_PW4_RQ("r6", "r10", "lr") MCU_PW4_RQ("r7", "r10", "lr")
+        "vmov r8, s12\n\t"
+        "strb r0, [r8]\n\t"
+        "strb r4, [r8, #1]\n\t"
+        ".if .Lpw4_s\n\t"
+        "strb r1, [r8, #.Lpw4_s]\n\t"
+        "strb r5, [r8, #.Lpw4_s + 1]\n\t"
+        "strb r2, [r8, #2 * .Lpw4_s]\n\t"
+        "strb r6, [r8, #2 * .Lpw4_s + 1]\n\t"
+        "strb r3, [r8, #3 * .Lpw4_s]\n\t"
+        "strb r7, [r8, #3 * .Lpw4_s + 1]\n\t"
+        "add r8, r8, #4 * .Lpw4_s\n\t"
+        ".else\n\t"
+        "vmov r9, s7\n\t"
+        "add r8, r8, r9\n\t"
+        "strb r1, [r8]\n\t"
+        "strb r5, [r8, #1]\n\t"
+        "add r8, r8, r9\n\t"
+        "strb r2, [r8]\n\t"
+        "strb r6, [r8, #1]\n\t"
+        "add r8, r8, r9\n\t"
+        "strb r3, [r8]\n\t"
+        "strb r7, [r8, #1]\n\t"
+        "add r8, r8, r9\n\t"
+        ".endif\n\t"
+        "vmov s12, r8\n\t"
+        "vmov r9, s2\n\t"
+        "cmp r11, r9\n\t"
+        "bne 2b\n\t"
+        MCU_PW3_HALF_NEXT
+        "b 6f\n\t"
+        "5:\n\t" MCU_PW4_ENTRY("17", "41b") MCU_PW4_ENTRY("49", "43b")
+        "6:\n\t"
+        "vmov r7, s13\n\t"
+        : "+r"(s)
+        :
+        : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4",
+          "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "cc", "memory");
+}
+
+#undef MCU_PW4_RQ
+#undef MCU_PW4_TAPS_PASS
+#undef MCU_PW4_ENTRY
+#undef MCU_PW4_SEG
+#undef MCU_PW4_TAP
+
+/* Two pixels' columns into a quad's: kp bytes at x and x + step (kp a multiple of 4), per 4 taps their words (taps 0,
+ * 2) at col and col + 4, (taps 1, 3) at col + 16 and col + 20, each tap + off as int16; the quad's other two pixels
+ * take col + 8 on. col is word-aligned. */
+static inline void mcu_column2of4_s8(const int8_t *x, int32_t step, int32_t kp, int32_t off, int16_t *col)
+{
+    const uint32_t off2 = mcu_offset_pair(off);
+    const int8_t *end = x + kp;
+    uint32_t a, b, a0, b0;
+    __asm__ volatile("1:\n\t"
+                     "ldr %[b], [%[x], %[s1]]\n\t"
+                     "ldr %[a], [%[x]], #4\n\t"
+                     "sxtab16 %[a0], %[o], %[a]\n\t"
+                     "sxtab16 %[b0], %[o], %[b]\n\t"
+                     "sxtab16 %[a], %[o], %[a], ror #8\n\t"
+                     "sxtab16 %[b], %[o], %[b], ror #8\n\t"
+                     "str %[a0], [%[y]]\n\t"
+                     "str %[b0], [%[y], #4]\n\t"
+                     "str %[a], [%[y], #16]\n\t"
+                     "str %[b], [%[y], #20]\n\t"
+                     "add %[y], %[y], #32\n\t"
+                     "cmp %[x], %[e]\n\t"
+                     "bne 1b\n\t"
+                     : [x] "+r"(x), [y] "+r"(col), [a] "=&r"(a), [b] "=&r"(b), [a0] "=&r"(a0), [b0] "=&r"(b0)
+                     : [o] "r"(off2), [e] "r"(end), [s1] "r"(step)
+                     : "cc", "memory");
+}
+
+#define MCU_PW4_BUILT 1
+
+/* Whether mcu_pw4_layer stands for a flat pointwise layer of kp taps and `pixels` pixels whose pair tail is `tail`
+ * (layer_t's px2): as mcu_pw3_takes, a multiple of 4 pixels from MCU_PW4_PIXELS_MIN to MCU_PW4_PIXELS_MAX, the
+ * output channels MCU_PW4_COUT where it is set. */
+static inline int mcu_pw4_takes(int tail, int32_t kp, int64_t pixels, int32_t cout, int32_t buf_taps)
+{
+    return (tail & (1 | 8)) == 8 && kp % MCU_PW3_KP_STEP == 0 && pixels >= MCU_PW4_PIXELS_MIN &&
+           pixels <= MCU_PW4_PIXELS_MAX && (int32_t)pixels % 4 == 0 && pixels * kp <= buf_taps &&
+           (MCU_PW4_COUT == 0 || cout == MCU_PW4_COUT);
+}
+
+/* The layer: `pixels` pixels of kp bytes in from x, cout out each from y, through the stream's blocks; col: the
+ * buffer (pixels x kp int16, word-aligned). */
+static inline void mcu_pw4_layer(const int8_t *x, int8_t *y, int32_t pixels, int32_t kp, int32_t cout,
+                                 int32_t input_offset, const int32_t *blocks, int16_t *col)
+{
+    for (int32_t t = 0; t < pixels; t += 4) {
+        mcu_column2of4_s8(x + t * kp, kp, kp, input_offset, col + t * kp);
+        mcu_column2of4_s8(x + (t + 2) * kp, kp, kp, input_offset, col + t * kp + 4);
+    }
+    const mcu_pw3_state s = {col, 8 * kp, col + pixels * kp, blocks, 4 * mcu_packed_block_words(kp), 16 + 8 * kp,
+                             y, cout, 2 * (cout / 4), MCU_PW3_PASS - (kp / 2 - 1) % MCU_PW3_PASS};
+    mcu_pw4_blocks(&s);
+}
+#endif
+#endif /* MCU_KERNELS_INTERNAL_PW4_S8_DSP_H */
