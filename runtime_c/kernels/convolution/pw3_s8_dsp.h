@@ -153,7 +153,6 @@ typedef struct {
 #error "MCU_PW3_PASS: one or four segments"
 #endif
 
-/* An output's requantization, the scaled form's SMMLA and SSAT (the quads of pw4_s8_dsp.h take it too). */
 #define MCU_PW3_RQ(a, m, c)                                                                               \
     "smmla " a ", " a ", " m ", " c "\n\t"                                                                \
     "ssat " a ", #8, " a ", asr #" MCU_PW3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
@@ -216,6 +215,7 @@ static __attribute__((noinline)) void mcu_pw3_blocks(const mcu_pw3_state *st)
           "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "cc", "memory");
 }
 
+#undef MCU_PW3_RQ
 #undef MCU_PW3_SKIP
 #undef MCU_PW3_TAPS_PASS
 #undef MCU_PW3_TAPS_SEG
