@@ -61,6 +61,13 @@ typedef struct {
                              * multiple; mcu_pw3_blocks) or the tap pair entered after tap pair 0 (mcu_pw4_blocks) */
 } mcu_pw3_state;
 
+#define MCU_PW3_STR2(x) #x
+#define MCU_PW3_STR(x) MCU_PW3_STR2(x)
+/* An output's requantization, the scaled form's SMMLA and SSAT: the triples' and pw4_s8_dsp.h's quads'. */
+#define MCU_PW3_RQ(a, m, c)                                                                               \
+    "smmla " a ", " a ", " m ", " c "\n\t"                                                                \
+    "ssat " a ", #8, " a ", asr #" MCU_PW3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+
 /* The call's state (r0) into s0-s9 and s14 (r7 in s13), then half block n (s8, label 1) set up: its stream
  * (s10, r12), (m, C) words (s11) and first outputs (s12); the column from its start (r11), lr its first block's end.
  * Shared with mcu_pw4_blocks (pw4_s8_dsp.h), whose state has the same layout */
@@ -112,8 +119,6 @@ typedef struct {
 #if MCU_PW3_WANTED && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
 
 
-#define MCU_PW3_STR2(x) #x
-#define MCU_PW3_STR(x) MCU_PW3_STR2(x)
 
 /* MCU_PW3_SEG tap pairs: the column's (A, B, C) words at r11 + 12 t, the half block's two words at r12 + 16 t. */
 #define MCU_PW3_TAPS_SEG                                                                                  \
@@ -152,10 +157,6 @@ typedef struct {
 #else
 #error "MCU_PW3_PASS: one or four segments"
 #endif
-
-#define MCU_PW3_RQ(a, m, c)                                                                               \
-    "smmla " a ", " a ", " m ", " c "\n\t"                                                                \
-    "ssat " a ", #8, " a ", asr #" MCU_PW3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
 /* Half block n (s8) of every triple: its stream (s10), (m, C) words (s11) and first outputs (s12) from n, then each
  * triple: the two biases, the tap pairs, SMMLA and SSAT, six byte stores. */
@@ -215,7 +216,6 @@ static __attribute__((noinline)) void mcu_pw3_blocks(const mcu_pw3_state *st)
           "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "cc", "memory");
 }
 
-#undef MCU_PW3_RQ
 #undef MCU_PW3_SKIP
 #undef MCU_PW3_TAPS_PASS
 #undef MCU_PW3_TAPS_SEG

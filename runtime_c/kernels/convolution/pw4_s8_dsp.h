@@ -80,10 +80,6 @@
     "subeq r12, r12, #16 * (" e " - 1)\n\t"                                                               \
     "beq " label "\n\t"
 
-#define MCU_PW4_RQ(a, m, c)                                                                               \
-    "smmla " a ", " a ", " m ", " c "\n\t"                                                                \
-    "ssat " a ", #8, " a ", asr #" MCU_PW4_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
-
 /* Half block n (s8) of every quad: its stream (s10) and its end (s15), (m, C) words (s11) and first outputs (s12)
  * from n, then each quad: tap pair 0 with the two biases in one run of eight loads (the biases' registers are
  * pixel A's accumulators, so B-D's SMLAD come first), the first pass entered at tap pair 1 (s14 names the entry: the
@@ -128,9 +124,9 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
         "bne 3b\n\t"
         "vmov lr, s11\n\t"
         "ldm lr, {r8, r9, r10, lr}\n\t"
-        MCU_PW4_RQ("r0", "r8", "r9") MCU_PW4_RQ("r1", "r8", "r9") MCU_PW4_RQ("r2", "r8", "r9")
-        MCU_PW4_RQ("r3", "r8", "r9") MCU_PW4_RQ("r4", "r10", "lr") MCU_PW4_RQ("r5", "r10", "lr")
-        MCU_PW4_RQ("r6", "r10", "lr") MCU_PW4_RQ("r7", "r10", "lr")
+        MCU_PW3_RQ("r0", "r8", "r9") MCU_PW3_RQ("r1", "r8", "r9") MCU_PW3_RQ("r2", "r8", "r9")
+        MCU_PW3_RQ("r3", "r8", "r9") MCU_PW3_RQ("r4", "r10", "lr") MCU_PW3_RQ("r5", "r10", "lr")
+        MCU_PW3_RQ("r6", "r10", "lr") MCU_PW3_RQ("r7", "r10", "lr")
         "vmov r8, s12\n\t"
         "strb r0, [r8]\n\t"
         "strb r4, [r8, #1]\n\t"
@@ -170,7 +166,6 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
           "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "cc", "memory");
 }
 
-#undef MCU_PW4_RQ
 #undef MCU_PW4_TAPS_PASS
 #undef MCU_PW4_ENTRY
 #undef MCU_PW4_SEG
