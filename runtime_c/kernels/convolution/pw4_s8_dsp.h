@@ -171,30 +171,45 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
 #undef MCU_PW4_SEG
 #undef MCU_PW4_TAP
 
-/* Two pixels' columns into a quad's: kp bytes at x and x + step (kp a multiple of 4), per 4 taps their words (taps 0,
- * 2) at col and col + 4, (taps 1, 3) at col + 16 and col + 20, each tap + off as int16; the quad's other two pixels
- * take col + 8 on. col is word-aligned. */
-static inline void mcu_column2of4_s8(const int8_t *x, int32_t step, int32_t kp, int32_t off, int16_t *col)
+/* A quad's four columns, kp bytes each at x, x + step, x + 2 step and x + 3 step (kp a multiple of 4): per 4 taps
+ * the words of taps (0, 2) of A, B, C, D, then of taps (1, 3), each tap + off as int16. One pass over the four
+ * pixels where two passes over two each paid the loop and a load run twice: the four loads run back to back and each
+ * widened word is stored as it is made, so one scratch register serves all eight. col is word-aligned. */
+static inline void mcu_column4_s8(const int8_t *x, int32_t step, int32_t kp, int32_t off,
+                                                     int16_t *col)
 {
     const uint32_t off2 = mcu_offset_pair(off);
     const int8_t *end = x + kp;
-    uint32_t a, b, a0, b0;
+    const int32_t step2 = 2 * step;
+    const int32_t step3 = 3 * step;
+    uint32_t a, b, c, d, t;
     __asm__ volatile("1:\n\t"
                      "ldr %[b], [%[x], %[s1]]\n\t"
+                     "ldr %[c], [%[x], %[s2]]\n\t"
+                     "ldr %[d], [%[x], %[s3]]\n\t"
                      "ldr %[a], [%[x]], #4\n\t"
-                     "sxtab16 %[a0], %[o], %[a]\n\t"
-                     "sxtab16 %[b0], %[o], %[b]\n\t"
-                     "sxtab16 %[a], %[o], %[a], ror #8\n\t"
-                     "sxtab16 %[b], %[o], %[b], ror #8\n\t"
-                     "str %[a0], [%[y]]\n\t"
-                     "str %[b0], [%[y], #4]\n\t"
-                     "str %[a], [%[y], #16]\n\t"
-                     "str %[b], [%[y], #20]\n\t"
+                     "sxtab16 %[t], %[o], %[a]\n\t"
+                     "str %[t], [%[y]]\n\t"
+                     "sxtab16 %[t], %[o], %[b]\n\t"
+                     "str %[t], [%[y], #4]\n\t"
+                     "sxtab16 %[t], %[o], %[c]\n\t"
+                     "str %[t], [%[y], #8]\n\t"
+                     "sxtab16 %[t], %[o], %[d]\n\t"
+                     "str %[t], [%[y], #12]\n\t"
+                     "sxtab16 %[t], %[o], %[a], ror #8\n\t"
+                     "str %[t], [%[y], #16]\n\t"
+                     "sxtab16 %[t], %[o], %[b], ror #8\n\t"
+                     "str %[t], [%[y], #20]\n\t"
+                     "sxtab16 %[t], %[o], %[c], ror #8\n\t"
+                     "str %[t], [%[y], #24]\n\t"
+                     "sxtab16 %[t], %[o], %[d], ror #8\n\t"
+                     "str %[t], [%[y], #28]\n\t"
                      "add %[y], %[y], #32\n\t"
                      "cmp %[x], %[e]\n\t"
                      "bne 1b\n\t"
-                     : [x] "+r"(x), [y] "+r"(col), [a] "=&r"(a), [b] "=&r"(b), [a0] "=&r"(a0), [b0] "=&r"(b0)
-                     : [o] "r"(off2), [e] "r"(end), [s1] "r"(step)
+                     : [x] "+r"(x), [y] "+r"(col), [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d),
+                       [t] "=&r"(t)
+                     : [o] "r"(off2), [e] "r"(end), [s1] "r"(step), [s2] "r"(step2), [s3] "r"(step3)
                      : "cc", "memory");
 }
 
@@ -216,8 +231,7 @@ static inline void mcu_pw4_layer(const int8_t *x, int8_t *y, int32_t pixels, int
                                  int32_t input_offset, const int32_t *blocks, int16_t *col)
 {
     for (int32_t t = 0; t < pixels; t += 4) {
-        mcu_column2of4_s8(x + t * kp, kp, kp, input_offset, col + t * kp);
-        mcu_column2of4_s8(x + (t + 2) * kp, kp, kp, input_offset, col + t * kp + 4);
+        mcu_column4_s8(x + t * kp, kp, kp, input_offset, col + t * kp);
     }
     const mcu_pw3_state s = {col, 8 * kp, col + pixels * kp, blocks, 4 * mcu_packed_block_words(kp), 16 + 8 * kp,
                              y, cout, 2 * (cout / 4), MCU_PW3_PASS - (kp / 2 - 1) % MCU_PW3_PASS};
