@@ -2039,6 +2039,8 @@ static inline int mcu_dwpl_group_s2(mcu_dwpl_ch t[4], const int8_t *weight, int3
  * 0: the quads' loops. The emulated build has no such loop. */
 #define MCU_DWPL_S2H_100_16 1
 #define MCU_DWPL_S2H_52_32 2
+#define MCU_DWPL_S2H_100_48 3 /* mobilenet_v2's 48 x 48 x 48 -> 24 x 24 */
+#define MCU_DWPL_S2H_52_48 4  /* and 24 x 24 x 48 -> 12 x 12 */
 static inline int mcu_dwpl_s2_held(const mcu_dwpl_geom *g, int32_t ch)
 {
 #if MCU_S8_DSP_NATIVE
@@ -2050,6 +2052,12 @@ static inline int mcu_dwpl_s2_held(const mcu_dwpl_geom *g, int32_t ch)
     }
     if (g->cols == 26 && ch == 32) {
         return MCU_DWPL_S2H_52_32;
+    }
+    if (g->cols == 50 && ch == 48) {
+        return MCU_DWPL_S2H_100_48;
+    }
+    if (g->cols == 26 && ch == 48) {
+        return MCU_DWPL_S2H_52_48;
     }
 #else
     (void)g;
@@ -2335,8 +2343,12 @@ static __attribute__((noinline)) void mcu_dwpl_group_s2_held(const int16_t *plan
         register mcu_dwpl_ch *r12 __asm__("r12") = &t[k];
         if (form == MCU_DWPL_S2H_100_16) {
             MCU_DWPL_S2H_RUN("100", "16");
-        } else {
+        } else if (form == MCU_DWPL_S2H_52_32) {
             MCU_DWPL_S2H_RUN("52", "32");
+        } else if (form == MCU_DWPL_S2H_100_48) {
+            MCU_DWPL_S2H_RUN("100", "48");
+        } else {
+            MCU_DWPL_S2H_RUN("52", "48");
         }
     }
 }
