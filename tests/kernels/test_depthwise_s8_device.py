@@ -137,6 +137,11 @@ CASES = [
     (8, 4, 10, 3, 3, 2, 2, 0, "apart", "relu", "fast"),
     (20, 5, 5, 3, 3, 2, 0, 1, "apart", "relu", "fast"),
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
+    # scaled stride-2 lines with a channel's constants held in registers (mcu_dwpl_group_s2_held): plane lines of 50
+    # int16 at 16 channels (two bands of lines, on the input), of 26 at 32 (apart, and through the row buffer)
+    (16, 11, 48, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
+    (32, 9, 24, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
+    (32, 7, 25, 3, 3, 2, 1, 0, "overlap-2", "relu", "fast"),
     # the one-step lines with their constants packed (mcu_depthwise_conv2d_s8_planes, mcu/backends/optimized/dwpack.py):
     # lines of six saturated and ReLU, down the columns of a taller image, lines of three saturated, clamped and
     # ReLU; the cores without the planes (M0+, M55) compute them from the same words without the planes
