@@ -1502,6 +1502,96 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
         MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3P);
     }
 }
+/* The whole plane of a 6 x 6 or 3 x 3 image in one straight block a channel (mcu_dwpl_channels_whole): the
+ * output line's plane and output offsets immediates (the output step S bytes, a string: 128 or 256), so that a
+ * line ends in three loads (m, C, the channel's first output) and single stores at immediate offsets, where the
+ * loops above spend about 16 cycles a line on the output pointer, its step, the lines' end and the branch; with
+ * the padding one line across, the first line's first kernel line and the last line's last read zero lines only
+ * and are left out. r0 stays at the channel's plane: t->next is the plane's bytes. */
+#define MCU_DWPL_W6_FIRST(wofs, x)                                                            \
+    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6(wofs, x)                                             \
+    "smlatb r7, r2, lr, r6\n\t"                                                               \
+    "smlad r8, r3, lr, r6\n\t"                                                                \
+    "smlatb r9, r3, lr, r6\n\t"                                                               \
+    "smlad r10, r4, lr, r6\n\t"                                                               \
+    "smlatb r11, r4, lr, r6\n\t"                                                              \
+    "smlad r6, r2, lr, r6\n\t"                                                                \
+    "smlabt r6, r3, r1, r6\n\t"                                                               \
+    "smlad r7, r3, r1, r7\n\t"                                                                \
+    "smlabt r8, r4, r1, r8\n\t"                                                               \
+    "smlad r9, r4, r1, r9\n\t"                                                                \
+    "smlabt r10, r5, r1, r10\n\t"                                                             \
+    "smlad r11, r5, r1, r11\n\t"
+/* A line's outputs: pixel p (a string) of the six at r3 + p S; base: an add to r3 before the requantization. */
+#define MCU_DWPL_W6_OUT(S, base, p)                                                           \
+    "ldr r1, [r12, #40]\n\t"                                                                  \
+    "ldr lr, [r12, #44]\n\t"                                                                  \
+    "ldr r3, [r12]\n\t" base MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
+    "strb r6, [r3, #(" p ") * " S "]\n\t"                                                     \
+    "strb r7, [r3, #(" p " + 1) * " S "]\n\t"                                                 \
+    "strb r8, [r3, #(" p " + 2) * " S "]\n\t"                                                 \
+    "strb r9, [r3, #(" p " + 3) * " S "]\n\t"                                                 \
+    "strb r10, [r3, #(" p " + 4) * " S "]\n\t"                                                \
+    "strb r11, [r3, #(" p " + 5) * " S "]\n\t"
+/* Output line l (a digit) of a 6 x 6 plane: its plane lines l .. l + 2 at 20 l bytes. */
+#define MCU_DWPL_W6_LINE(l)                                                                   \
+    MCU_DWPL_W6_FIRST("12", "20 * " l) MCU_DWPL_LD6("20", "20 * " l " + 20") MCU_DWPL_MAC6("r6")  \
+        MCU_DWPL_LD6("28", "20 * " l " + 40") MCU_DWPL_MAC6("r6")
+/* The lines of the 6 x 6 images, the outputs of lines 3 to 5 from r3 + 18 S (STRB's offset reaches 4095). */
+#define MCU_DWPL_W6(S)                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "0:\n\t" MCU_DWPL_W6_FIRST("20", "20") MCU_DWPL_LD6("28", "40") MCU_DWPL_MAC6("r6")        \
+        MCU_DWPL_W6_OUT(S, "", "0") MCU_DWPL_W6_LINE("1") MCU_DWPL_W6_OUT(S, "", "6")          \
+            MCU_DWPL_W6_LINE("2") MCU_DWPL_W6_OUT(S, "", "12") MCU_DWPL_W6_LINE("3")           \
+                MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "0") MCU_DWPL_W6_LINE("4")    \
+                    MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "6")                      \
+                        MCU_DWPL_W6_FIRST("12", "100") MCU_DWPL_LD6("20", "120") MCU_DWPL_MAC6("r6") \
+                            MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "12") MCU_DWPL_NEXT_CH("0b")
+/* A 3 x 3 image's line (the plane line 12 bytes): its kernel lines from `first` to `last` (digits). */
+#define MCU_DWPL_W3_K(k, x, MAC) MCU_DWPL_LD3F(k, x) MAC("")
+#define MCU_DWPL_W3_OUT(S, p)                                                                 \
+    "ldr r2, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr r7, [r12]\n\t" MCU_DWPL_RQ3("")                                                      \
+    "strb r8, [r7, #(" p ") * " S "]\n\t"                                                     \
+    "strb r9, [r7, #(" p " + 1) * " S "]\n\t"                                                 \
+    "strb r10, [r7, #(" p " + 2) * " S "]\n\t"
+#define MCU_DWPL_W3(S)                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "0:\n\t"                                                                                  \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_W3_K("20", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("28", "24", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_OUT(S, "0")                                                               \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_W3_K("12", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("20", "24", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_K("28", "36", MCU_DWPL_MAC3) MCU_DWPL_W3_OUT(S, "3")                      \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_W3_K("12", "24", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("20", "36", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_OUT(S, "6") MCU_DWPL_NEXT_CH("0b")
+/* Which straight block serves a layer of the packed scaled lines (mcu_dwpl_layer_packed): 6 for the 6 x 6 x 128
+ * images, 3 for the 3 x 3 x 256 ones (mobilenet_v1's), both with the padding one line across; else 0. */
+static inline int mcu_dwpl_whole_kind(const mcu_dwpl_geom *g, int32_t ch, int32_t pad_across, int clamp)
+{
+    if (clamp != MCU_DWPL_PACKED || pad_across != 1 || g->lines != g->len) {
+        return 0;
+    }
+    return g->len == 6 && ch == 128 ? 6 : g->len == 3 && ch == 256 ? 3 : 0;
+}
+/* The group's four channels from the planes' start (t->next: the plane's bytes). */
+static inline __attribute__((always_inline)) void mcu_dwpl_channels_whole(const int16_t *planes, mcu_dwpl_ch *t,
+                                                                          int whole)
+{
+    register const int16_t *r0 __asm__("r0") = planes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (whole == 6) {
+        __asm__ volatile(MCU_DWPL_W6("128")
+                         : "+r"(r0), "+r"(r12)
+                         :
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_DWPL_W3("256")
+                         : "+r"(r0), "+r"(r12)
+                         :
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    }
+}
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
 #undef MCU_DWPL_RQS
@@ -1791,7 +1881,13 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
         t[j].more = j < 3;
     }
     const int32_t ends = g->lines * g->cols; /* the position after the band's last line */
-    const int32_t next = (g->plane - ends) * 2;
+#if MCU_S8_DSP_NATIVE
+    const int whole = mcu_dwpl_whole_kind(g, ch, pad_across, clamp);
+#else
+    const int whole = 0;
+#endif
+    /* the loops leave the position after the plane's last line, the straight blocks at its start */
+    const int32_t next = (g->plane - (whole ? 0 : ends)) * 2;
     /* the fields the one-step lines' assembly only reads, the same for every group */
     for (int32_t j = 0; j < 4; ++j) {
         t[j].end = planes + ends + j * g->plane;
@@ -1866,6 +1962,12 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
              * doubled for the signed loops: mcu_depthwise_conv2d_s8_planes passes no MCU_DWPL_RELU) */
             const int form = clamp == MCU_DWPL_PACKED ? MCU_DWPL_PACKED : clamp == MCU_DWPL_CLAMP ? MCU_DWPL_CLAMP
                                                                                                 : MCU_DWPL_SAT;
+#if MCU_S8_DSP_NATIVE
+            if (whole != 0) {
+                mcu_dwpl_channels_whole(planes, t, whole);
+                continue;
+            }
+#endif
             if (kind == 3) {
                 mcu_dwpl_channel(planes, g->cols * 2, t, form, 3);
             } else {
