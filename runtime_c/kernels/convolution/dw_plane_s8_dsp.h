@@ -1507,9 +1507,11 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
  * line ends in three loads (m, C, the channel's first output) and single stores at immediate offsets, where the
  * loops above spend about 16 cycles a line on the output pointer, its step, the lines' end and the branch; with
  * the padding one line across, the first line's first kernel line and the last line's last read zero lines only
- * and are left out. r0 stays at the channel's plane: t->next is the plane's bytes. */
+ * and are left out. The constants are read where the packer put them (r12: MCU_DWPL_PACKED_WORDS a channel, no
+ * copy into mcu_dwpl_ch), the channel's first output and whether another channel follows from the two words after
+ * its plane (r0 + P and P + 4, a plane of P bytes, the planes P + 8 apart). */
 #define MCU_DWPL_W6_FIRST(wofs, x)                                                            \
-    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6(wofs, x)                                             \
+    "ldr r6, [r12, #24]\n\t" MCU_DWPL_LD6(wofs, x)                                             \
     "smlatb r7, r2, lr, r6\n\t"                                                               \
     "smlad r8, r3, lr, r6\n\t"                                                                \
     "smlatb r9, r3, lr, r6\n\t"                                                               \
@@ -1524,9 +1526,9 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
     "smlad r11, r5, r1, r11\n\t"
 /* A line's outputs: pixel p (a string) of the six at r3 + p S; base: an add to r3 before the requantization. */
 #define MCU_DWPL_W6_OUT(S, base, p)                                                           \
-    "ldr r1, [r12, #40]\n\t"                                                                  \
-    "ldr lr, [r12, #44]\n\t"                                                                  \
-    "ldr r3, [r12]\n\t" base MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
+    "ldr r1, [r12, #28]\n\t"                                                                  \
+    "ldr lr, [r12, #32]\n\t"                                                                  \
+    "ldr r3, [r0, #160]\n\t" base MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                               \
     "strb r6, [r3, #(" p ") * " S "]\n\t"                                                     \
     "strb r7, [r3, #(" p " + 1) * " S "]\n\t"                                                 \
     "strb r8, [r3, #(" p " + 2) * " S "]\n\t"                                                 \
@@ -1535,36 +1537,49 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
     "strb r11, [r3, #(" p " + 5) * " S "]\n\t"
 /* Output line l (a digit) of a 6 x 6 plane: its plane lines l .. l + 2 at 20 l bytes. */
 #define MCU_DWPL_W6_LINE(l)                                                                   \
-    MCU_DWPL_W6_FIRST("12", "20 * " l) MCU_DWPL_LD6("20", "20 * " l " + 20") MCU_DWPL_MAC6("r6")  \
-        MCU_DWPL_LD6("28", "20 * " l " + 40") MCU_DWPL_MAC6("r6")
+    MCU_DWPL_W6_FIRST("0", "20 * " l) MCU_DWPL_LD6("8", "20 * " l " + 20") MCU_DWPL_MAC6("r6")  \
+        MCU_DWPL_LD6("16", "20 * " l " + 40") MCU_DWPL_MAC6("r6")
+/* After a channel's plane of P bytes (a string), the next one's from label, its first output one byte on (written
+ * after the next plane: the caller sets the first channel's alone). */
+#define MCU_DWPL_W_NEXT(P, label)                                                             \
+    "ldr r3, [r0, #" P "]\n\t"                                                                \
+    "ldr r2, [r0, #" P " + 4]\n\t"                                                            \
+    "add r12, r12, #4 * " MCU_DWPL_STR(MCU_DWPL_PACKED_WORDS) "\n\t"                          \
+    "adds r3, r3, #1\n\t"                                                                     \
+    "str r3, [r0, #2 * " P " + 8]\n\t"                                                        \
+    "add r0, r0, #" P " + 8\n\t"                                                              \
+    "cmp r2, #0\n\t"                                                                          \
+    "bne " label "\n\t"
+#define MCU_DWPL_STR(v) MCU_DWPL_STR_(v)
+#define MCU_DWPL_STR_(v) #v
 /* The lines of the 6 x 6 images, the outputs of lines 3 to 5 from r3 + 18 S (STRB's offset reaches 4095). */
 #define MCU_DWPL_W6(S)                                                                        \
     ".p2align 2\n\t"                                                                          \
-    "0:\n\t" MCU_DWPL_W6_FIRST("20", "20") MCU_DWPL_LD6("28", "40") MCU_DWPL_MAC6("r6")        \
+    "0:\n\t" MCU_DWPL_W6_FIRST("8", "20") MCU_DWPL_LD6("16", "40") MCU_DWPL_MAC6("r6")         \
         MCU_DWPL_W6_OUT(S, "", "0") MCU_DWPL_W6_LINE("1") MCU_DWPL_W6_OUT(S, "", "6")          \
             MCU_DWPL_W6_LINE("2") MCU_DWPL_W6_OUT(S, "", "12") MCU_DWPL_W6_LINE("3")           \
                 MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "0") MCU_DWPL_W6_LINE("4")    \
                     MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "6")                      \
-                        MCU_DWPL_W6_FIRST("12", "100") MCU_DWPL_LD6("20", "120") MCU_DWPL_MAC6("r6") \
-                            MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "12") MCU_DWPL_NEXT_CH("0b")
-/* A 3 x 3 image's line (the plane line 12 bytes): its kernel lines from `first` to `last` (digits). */
-#define MCU_DWPL_W3_K(k, x, MAC) MCU_DWPL_LD3F(k, x) MAC("")
+                        MCU_DWPL_W6_FIRST("0", "100") MCU_DWPL_LD6("8", "120") MCU_DWPL_MAC6("r6") \
+                            MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "12") MCU_DWPL_W_NEXT("160", "0b")
+/* A 3 x 3 image's kernel line at wofs over the plane line at x (12 bytes a line). */
+#define MCU_DWPL_W3_K(wofs, x, MAC) MCU_DWPL_LD3F(wofs, x) MAC("")
 #define MCU_DWPL_W3_OUT(S, p)                                                                 \
-    "ldr r2, [r12, #40]\n\t"                                                                  \
-    "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r7, [r12]\n\t" MCU_DWPL_RQ3("")                                                      \
+    "ldr r2, [r12, #28]\n\t"                                                                  \
+    "ldr r3, [r12, #32]\n\t"                                                                  \
+    "ldr r7, [r0, #60]\n\t" MCU_DWPL_RQ3("")                                                  \
     "strb r8, [r7, #(" p ") * " S "]\n\t"                                                     \
     "strb r9, [r7, #(" p " + 1) * " S "]\n\t"                                                 \
     "strb r10, [r7, #(" p " + 2) * " S "]\n\t"
 #define MCU_DWPL_W3(S)                                                                        \
     ".p2align 2\n\t"                                                                          \
     "0:\n\t"                                                                                  \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_W3_K("20", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("28", "24", MCU_DWPL_MAC3) \
+    "ldr r8, [r12, #24]\n\t" MCU_DWPL_W3_K("8", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("16", "24", MCU_DWPL_MAC3) \
         MCU_DWPL_W3_OUT(S, "0")                                                               \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_W3_K("12", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("20", "24", MCU_DWPL_MAC3) \
-        MCU_DWPL_W3_K("28", "36", MCU_DWPL_MAC3) MCU_DWPL_W3_OUT(S, "3")                      \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_W3_K("12", "24", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("20", "36", MCU_DWPL_MAC3) \
-        MCU_DWPL_W3_OUT(S, "6") MCU_DWPL_NEXT_CH("0b")
+    "ldr r8, [r12, #24]\n\t" MCU_DWPL_W3_K("0", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("8", "24", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_K("16", "36", MCU_DWPL_MAC3) MCU_DWPL_W3_OUT(S, "3")                      \
+    "ldr r8, [r12, #24]\n\t" MCU_DWPL_W3_K("0", "24", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("8", "36", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_OUT(S, "6") MCU_DWPL_W_NEXT("60", "0b")
 /* Which straight block serves a layer of the packed scaled lines (mcu_dwpl_layer_packed): 6 for the 6 x 6 x 128
  * images, 3 for the 3 x 3 x 256 ones (mobilenet_v1's), both with the padding one line across; else 0. */
 static inline int mcu_dwpl_whole_kind(const mcu_dwpl_geom *g, int32_t ch, int32_t pad_across, int clamp)
@@ -1572,14 +1587,16 @@ static inline int mcu_dwpl_whole_kind(const mcu_dwpl_geom *g, int32_t ch, int32_
     if (clamp != MCU_DWPL_PACKED || pad_across != 1 || g->lines != g->len) {
         return 0;
     }
-    return g->len == 6 && ch == 128 ? 6 : g->len == 3 && ch == 256 ? 3 : 0;
+    return g->len == 6 && ch == 128 && g->plane == 80 ? 6 : g->len == 3 && ch == 256 && g->plane == 30 ? 3 : 0;
 }
-/* The group's four channels from the planes' start (t->next: the plane's bytes). */
-static inline __attribute__((always_inline)) void mcu_dwpl_channels_whole(const int16_t *planes, mcu_dwpl_ch *t,
-                                                                          int whole)
+_Static_assert(MCU_DWPL_COLS(6) * 8 == 80 && MCU_DWPL_COLS(3) * 5 == 30 && MCU_DWPL_PACKED_WORDS == 10,
+               "MCU_DWPL_W6, _W3: the planes' bytes (160, 60) and the packed words' offsets");
+/* The group's four channels from the planes' start and their constants from k (on past them after). */
+static inline __attribute__((always_inline)) const uint32_t *mcu_dwpl_channels_whole(const int16_t *planes,
+                                                                                    const uint32_t *k, int whole)
 {
     register const int16_t *r0 __asm__("r0") = planes;
-    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    register const uint32_t *r12 __asm__("r12") = k;
     if (whole == 6) {
         __asm__ volatile(MCU_DWPL_W6("128")
                          : "+r"(r0), "+r"(r12)
@@ -1591,6 +1608,7 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channels_whole(const 
                          :
                          : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
     }
+    return r12;
 }
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
@@ -1865,13 +1883,25 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                       const uint32_t *k, const int8_t *x, int8_t *y)
 {
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
-    mcu_dwpl_zero(planes, 2 * g->plane); /* the border columns and lines stay zero: fills write the interiors */
+    const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
+#if MCU_S8_DSP_NATIVE
+    const int whole = mcu_dwpl_whole_kind(g, ch, pad_across, clamp);
+#else
+    const int whole = 0;
+#endif
+    /* bytes from a plane to the next: the straight blocks' planes each followed by two words (the channel's first
+     * output, whether another channel follows) */
+    const int32_t stride = 2 * g->plane + (whole ? 8 : 0);
+    mcu_dwpl_zero(planes, stride); /* the border columns and lines stay zero: fills write the interiors */
     const size_t image = (size_t)h * (size_t)w * (size_t)ch;
     const size_t row = (size_t)w * (size_t)ch;
     const size_t line_step = g->transposed ? (size_t)ch : row;
-    const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
     mcu_dwpl_fill_args fill;
     mcu_dwpl_fill_prep(&fill, g, h, w, ch, pad_along, mcu_offset_pair(input_offset));
+    fill.pl_bytes = stride;
+    for (int32_t j = 0; whole && j < 3; ++j) {
+        mcu_store_u32(planes + (j * stride + 2 * g->plane + 4) / 2, 1u);
+    }
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     /* one-step lines: the position at a line's start, the next line a plane line on */
@@ -1881,13 +1911,7 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
         t[j].more = j < 3;
     }
     const int32_t ends = g->lines * g->cols; /* the position after the band's last line */
-#if MCU_S8_DSP_NATIVE
-    const int whole = mcu_dwpl_whole_kind(g, ch, pad_across, clamp);
-#else
-    const int whole = 0;
-#endif
-    /* the loops leave the position after the plane's last line, the straight blocks at its start */
-    const int32_t next = (g->plane - (whole ? 0 : ends)) * 2;
+    const int32_t next = (g->plane - ends) * 2;
     /* the fields the one-step lines' assembly only reads, the same for every group */
     for (int32_t j = 0; j < 4; ++j) {
         t[j].end = planes + ends + j * g->plane;
@@ -1905,6 +1929,9 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
              * at offset 12 (the _Static_assert above) by two LDM and two STM of five, the four channels in one
              * block (a C loop of the copies reloaded the group's fields at each: 48 cycles a channel, now 37) */
             uint32_t *d = t[0].w;
+            if (whole) { /* the straight blocks read the packed words in place; the first channel's output */
+                mcu_store_u32(planes + g->plane, (uint32_t)(uintptr_t)yk);
+            }
 #define MCU_DWPL_COPY_CH                                                                      \
     "str %2, [%1, #-12]\n\t"                                                                 \
     "ldmia %0!, {r1, r2, r3, r4, r5}\n\t"                                                    \
@@ -1914,10 +1941,12 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
     "adds %2, %2, #1\n\t"                                                                    \
     "adds %1, %1, #48\n\t" /* sizeof (mcu_dwpl_ch) - 40 */
             _Static_assert(sizeof(mcu_dwpl_ch) == 88, "MCU_DWPL_COPY_CH's step");
-            __asm__ volatile(MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH
-                             : "+r"(kc), "+r"(d), "+r"(yk)
-                             :
-                             : "r1", "r2", "r3", "r4", "r5", "cc", "memory");
+            if (!whole) {
+                __asm__ volatile(MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH
+                                 : "+r"(kc), "+r"(d), "+r"(yk)
+                                 :
+                                 : "r1", "r2", "r3", "r4", "r5", "cc", "memory");
+            }
 #undef MCU_DWPL_COPY_CH
 #else
             for (int32_t j = 0; j < 4; ++j, ++yk) {
@@ -1964,7 +1993,7 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                                                                                                 : MCU_DWPL_SAT;
 #if MCU_S8_DSP_NATIVE
             if (whole != 0) {
-                mcu_dwpl_channels_whole(planes, t, whole);
+                kc = mcu_dwpl_channels_whole(planes, kc, whole);
                 continue;
             }
 #endif
