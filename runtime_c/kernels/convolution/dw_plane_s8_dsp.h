@@ -1867,6 +1867,37 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
     }
 }
 
+/* A group's one band of lines into the planes from d0 (its first line's start) out of x (channel c's first byte):
+ * the straight lines of six and three in line (MCU_DWPL_FILL_STRAIGHT_LINES, no call), the others by mcu_dwpl_fill. */
+static inline __attribute__((always_inline)) void mcu_dwpl_fill_group(mcu_dwpl_fill_args *fill, const mcu_dwpl_geom *g,
+                                                                      int16_t *d0, const int8_t *x)
+{
+#if MCU_S8_DSP_NATIVE
+    if (fill->shape == 6 || fill->shape == 3) {
+        fill->d = d0 + fill->pad_along;
+        fill->s = x;
+        fill->lines = g->lines;
+        register mcu_dwpl_fill_args *a0 __asm__("r0") = fill;
+        if (fill->shape == 6) {
+            __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
+                                                              MCU_DWPL_FILL_ONE)
+                             : "+r"(a0)
+                             :
+                             : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
+                               "memory");
+        } else {
+            __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR)
+                             : "+r"(a0)
+                             :
+                             : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
+                               "memory");
+        }
+        return;
+    }
+#endif
+    mcu_dwpl_fill(fill, d0, x, 0, g->lines);
+}
+
 /* MCU_DWPL_PACKED_WORDS (mcu/kernels_s8.h): the ten words of a channel's constants in mcu_dwpl_ch (w[0 .. 5],
  * bias, m, c, sh), as packed ahead of time (mcu/backends/optimized/dwpack.py: the fields mcu_dwpl_group_init_s1
  * sets, in the same order). */
@@ -1883,25 +1914,13 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                       const uint32_t *k, const int8_t *x, int8_t *y)
 {
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
-    const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
-#if MCU_S8_DSP_NATIVE
-    const int whole = mcu_dwpl_whole_kind(g, ch, pad_across, clamp);
-#else
-    const int whole = 0;
-#endif
-    /* bytes from a plane to the next: the straight blocks' planes each followed by two words (the channel's first
-     * output, whether another channel follows) */
-    const int32_t stride = 2 * g->plane + (whole ? 8 : 0);
-    mcu_dwpl_zero(planes, stride); /* the border columns and lines stay zero: fills write the interiors */
+    mcu_dwpl_zero(planes, 2 * g->plane); /* the border columns and lines stay zero: fills write the interiors */
     const size_t image = (size_t)h * (size_t)w * (size_t)ch;
     const size_t row = (size_t)w * (size_t)ch;
     const size_t line_step = g->transposed ? (size_t)ch : row;
+    const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
     mcu_dwpl_fill_args fill;
     mcu_dwpl_fill_prep(&fill, g, h, w, ch, pad_along, mcu_offset_pair(input_offset));
-    fill.pl_bytes = stride;
-    for (int32_t j = 0; whole && j < 3; ++j) {
-        mcu_store_u32(planes + (j * stride + 2 * g->plane + 4) / 2, 1u);
-    }
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     /* one-step lines: the position at a line's start, the next line a plane line on */
@@ -1929,9 +1948,6 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
              * at offset 12 (the _Static_assert above) by two LDM and two STM of five, the four channels in one
              * block (a C loop of the copies reloaded the group's fields at each: 48 cycles a channel, now 37) */
             uint32_t *d = t[0].w;
-            if (whole) { /* the straight blocks read the packed words in place; the first channel's output */
-                mcu_store_u32(planes + g->plane, (uint32_t)(uintptr_t)yk);
-            }
 #define MCU_DWPL_COPY_CH                                                                      \
     "str %2, [%1, #-12]\n\t"                                                                 \
     "ldmia %0!, {r1, r2, r3, r4, r5}\n\t"                                                    \
@@ -1941,12 +1957,10 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
     "adds %2, %2, #1\n\t"                                                                    \
     "adds %1, %1, #48\n\t" /* sizeof (mcu_dwpl_ch) - 40 */
             _Static_assert(sizeof(mcu_dwpl_ch) == 88, "MCU_DWPL_COPY_CH's step");
-            if (!whole) {
-                __asm__ volatile(MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH
-                                 : "+r"(kc), "+r"(d), "+r"(yk)
-                                 :
-                                 : "r1", "r2", "r3", "r4", "r5", "cc", "memory");
-            }
+            __asm__ volatile(MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH MCU_DWPL_COPY_CH
+                             : "+r"(kc), "+r"(d), "+r"(yk)
+                             :
+                             : "r1", "r2", "r3", "r4", "r5", "cc", "memory");
 #undef MCU_DWPL_COPY_CH
 #else
             for (int32_t j = 0; j < 4; ++j, ++yk) {
@@ -1962,41 +1976,11 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                 t[j].lines = g->lines; /* the C lines count it down */
             }
 #endif
-#if MCU_S8_DSP_NATIVE
-            if (fill.shape == 6 || fill.shape == 3) {
-                fill.d = planes + pad_across * g->cols + fill.pad_along;
-                fill.s = xb + c;
-                fill.lines = g->lines;
-                register mcu_dwpl_fill_args *a0 __asm__("r0") = &fill;
-                if (fill.shape == 6) {
-                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
-                                                                      MCU_DWPL_FILL_ONE)
-                                     : "+r"(a0)
-                                     :
-                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
-                                       "cc", "memory");
-                } else {
-                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR)
-                                     : "+r"(a0)
-                                     :
-                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
-                                       "cc", "memory");
-                }
-            } else
-#endif
-            {
-                mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
-            }
+            mcu_dwpl_fill_group(&fill, g, planes + pad_across * g->cols, xb + c);
             /* the forms spelt out, so that only their loops are expanded (a ReLU layer's words are scaled, or
              * doubled for the signed loops: mcu_depthwise_conv2d_s8_planes passes no MCU_DWPL_RELU) */
             const int form = clamp == MCU_DWPL_PACKED ? MCU_DWPL_PACKED : clamp == MCU_DWPL_CLAMP ? MCU_DWPL_CLAMP
                                                                                                 : MCU_DWPL_SAT;
-#if MCU_S8_DSP_NATIVE
-            if (whole != 0) {
-                kc = mcu_dwpl_channels_whole(planes, kc, whole);
-                continue;
-            }
-#endif
             if (kind == 3) {
                 mcu_dwpl_channel(planes, g->cols * 2, t, form, 3);
             } else {
@@ -2005,6 +1989,43 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
         }
     }
 }
+
+#if MCU_S8_DSP_NATIVE
+/* mcu_dwpl_layer_packed for the layers mcu_dwpl_whole_kind takes (6 x 6 x 128, 3 x 3 x 256, scaled, padding one
+ * line across): each channel's plane a straight block reading the packed words in place (no copy of a group's 40
+ * words into mcu_dwpl_ch: about 110 cycles a group), the planes MCU_DWPL_W_STRIDE apart, each followed by its
+ * channel's first output and whether another channel follows. Its planes are 840 bytes of stack where the layer's
+ * take MCU_DWPL_BYTES. */
+#define MCU_DWPL_W_STRIDE 168
+_Static_assert(MCU_DWPL_COLS(6) * 8 * 2 + 8 == MCU_DWPL_W_STRIDE, "MCU_DWPL_W_STRIDE: the largest plane and two words");
+static __attribute__((noinline, unused)) void mcu_dwpl_layer_whole(const mcu_dwpl_geom *g, int32_t n, int32_t h,
+                                                                   int32_t w, int32_t ch, int32_t pad_along,
+                                                                   int32_t input_offset, int whole, const uint32_t *k,
+                                                                   const int8_t *x, int8_t *y)
+{
+    _Alignas(8) int16_t planes[5 * MCU_DWPL_W_STRIDE / 2]; /* the last MCU_DWPL_W_NEXT's output word after four */
+    const int32_t stride = 2 * g->plane + 8;
+    mcu_dwpl_zero(planes, stride); /* four planes of stride bytes: stride words */
+    mcu_dwpl_fill_args fill;
+    mcu_dwpl_fill_prep(&fill, g, h, w, ch, pad_along, mcu_offset_pair(input_offset));
+    fill.pl_bytes = stride;
+    for (int32_t j = 0; j < 3; ++j) {
+        mcu_store_u32(planes + (j * stride + 2 * g->plane + 4) / 2, 1u);
+    }
+    const size_t image = (size_t)h * (size_t)w * (size_t)ch;
+    for (int32_t b = 0; b < n; ++b) {
+        const int8_t *xb = x + (size_t)b * image;
+        int8_t *yb = y + (size_t)b * image;
+        const uint32_t *kc = k;
+        for (int32_t c = 0; c < ch; c += 4) {
+            /* the first channel's output; MCU_DWPL_W_NEXT sets the others' */
+            mcu_store_u32(planes + g->plane, (uint32_t)(uintptr_t)(yb + c));
+            mcu_dwpl_fill_group(&fill, g, planes + g->cols, xb + c);
+            kc = mcu_dwpl_channels_whole(planes, kc, whole);
+        }
+    }
+}
+#endif
 
 static __attribute__((noinline, unused)) void
 mcu_dwpl_layer_scaled(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, int32_t ch, int32_t pad_top,
