@@ -1976,7 +1976,31 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
                 t[j].lines = g->lines; /* the C lines count it down */
             }
 #endif
-            mcu_dwpl_fill_group(&fill, g, planes + pad_across * g->cols, xb + c);
+#if MCU_S8_DSP_NATIVE
+            if (fill.shape == 6 || fill.shape == 3) {
+                fill.d = planes + pad_across * g->cols + fill.pad_along;
+                fill.s = xb + c;
+                fill.lines = g->lines;
+                register mcu_dwpl_fill_args *a0 __asm__("r0") = &fill;
+                if (fill.shape == 6) {
+                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
+                                                                      MCU_DWPL_FILL_ONE)
+                                     : "+r"(a0)
+                                     :
+                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
+                                       "cc", "memory");
+                } else {
+                    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR)
+                                     : "+r"(a0)
+                                     :
+                                     : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
+                                       "cc", "memory");
+                }
+            } else
+#endif
+            {
+                mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
+            }
             /* the forms spelt out, so that only their loops are expanded (a ReLU layer's words are scaled, or
              * doubled for the signed loops: mcu_depthwise_conv2d_s8_planes passes no MCU_DWPL_RELU) */
             const int form = clamp == MCU_DWPL_PACKED ? MCU_DWPL_PACKED : clamp == MCU_DWPL_CLAMP ? MCU_DWPL_CLAMP
