@@ -1063,11 +1063,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
-/* The MACs of a line of six: the bias, three kernel lines' loads and twelve MACs each, onto r6-r11. */
-#define MCU_DWPL_MACS6                                                                        \
-    ".p2align 2\n\t"                                                                          \
-    "1:\n\t"                                                                                  \
-    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12", "0")                                           \
+/* A line's first kernel line: twelve MACs onto the bias in r6 (plane words r2-r5, weights lr and r1). */
+#define MCU_DWPL_MAC6_0                                                                       \
     "smlatb r7, r2, lr, r6\n\t"                                                               \
     "smlad r8, r3, lr, r6\n\t"                                                                \
     "smlatb r9, r3, lr, r6\n\t"                                                               \
@@ -1079,8 +1076,14 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "smlabt r8, r4, r1, r8\n\t"                                                               \
     "smlad r9, r4, r1, r9\n\t"                                                                \
     "smlabt r10, r5, r1, r10\n\t"                                                             \
-    "smlad r11, r5, r1, r11\n\t" MCU_DWPL_LD6("20", MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")            \
-        MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")
+    "smlad r11, r5, r1, r11\n\t"
+/* The MACs of a line of six: the bias, three kernel lines' loads and twelve MACs each, onto r6-r11. */
+#define MCU_DWPL_MACS6                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12", "0") MCU_DWPL_MAC6_0                          \
+        MCU_DWPL_LD6("20", MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                               \
+            MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")
 #define MCU_DWPL_CHANNEL6                                                                     \
     MCU_DWPL_MACS6                                                                            \
     "ldr r1, [r12, #40]\n\t"                                                                  \
@@ -1510,20 +1513,7 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
  * and are left out. The constants are read where the packer put them (r12: MCU_DWPL_PACKED_WORDS a channel, no
  * copy into mcu_dwpl_ch), the channel's first output and whether another channel follows from the two words after
  * its plane (r0 + P and P + 4, a plane of P bytes, the planes P + 8 apart). */
-#define MCU_DWPL_W6_FIRST(wofs, x)                                                            \
-    "ldr r6, [r12, #24]\n\t" MCU_DWPL_LD6(wofs, x)                                             \
-    "smlatb r7, r2, lr, r6\n\t"                                                               \
-    "smlad r8, r3, lr, r6\n\t"                                                                \
-    "smlatb r9, r3, lr, r6\n\t"                                                               \
-    "smlad r10, r4, lr, r6\n\t"                                                               \
-    "smlatb r11, r4, lr, r6\n\t"                                                              \
-    "smlad r6, r2, lr, r6\n\t"                                                                \
-    "smlabt r6, r3, r1, r6\n\t"                                                               \
-    "smlad r7, r3, r1, r7\n\t"                                                                \
-    "smlabt r8, r4, r1, r8\n\t"                                                               \
-    "smlad r9, r4, r1, r9\n\t"                                                                \
-    "smlabt r10, r5, r1, r10\n\t"                                                             \
-    "smlad r11, r5, r1, r11\n\t"
+#define MCU_DWPL_W6_FIRST(wofs, x) "ldr r6, [r12, #24]\n\t" MCU_DWPL_LD6(wofs, x) MCU_DWPL_MAC6_0
 /* A line's outputs: pixel p (a string) of the six at r3 + p S; base: an add to r3 before the requantization. */
 #define MCU_DWPL_W6_OUT(S, base, p)                                                           \
     "ldr r1, [r12, #28]\n\t"                                                                  \
