@@ -151,6 +151,9 @@ CASES = [
     (8, 3, 3, 3, 3, 1, 1, 1, "packed", (-128, 127), "fast"),
     (12, 3, 2, 3, 3, 1, 0, 1, "packed", (-100, 90), "fast"),
     (256, 3, 3, 3, 3, 1, 1, 1, "packed", "relu", "fast"),
+    # the whole plane a straight block (mcu_dwpl_channels_whole): 6 x 6 x 128 scaled, padding one line across (the
+    # 3 x 3 x 256 case above takes its other form)
+    (128, 6, 6, 3, 3, 1, 1, 1, "packed", "relu", "fast"),
 ]
 
 

@@ -1063,11 +1063,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
-/* The MACs of a line of six: the bias, three kernel lines' loads and twelve MACs each, onto r6-r11. */
-#define MCU_DWPL_MACS6                                                                        \
-    ".p2align 2\n\t"                                                                          \
-    "1:\n\t"                                                                                  \
-    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12", "0")                                           \
+/* A line's first kernel line: twelve MACs onto the bias in r6 (plane words r2-r5, weights lr and r1). */
+#define MCU_DWPL_MAC6_0                                                                       \
     "smlatb r7, r2, lr, r6\n\t"                                                               \
     "smlad r8, r3, lr, r6\n\t"                                                                \
     "smlatb r9, r3, lr, r6\n\t"                                                               \
@@ -1079,8 +1076,14 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "smlabt r8, r4, r1, r8\n\t"                                                               \
     "smlad r9, r4, r1, r9\n\t"                                                                \
     "smlabt r10, r5, r1, r10\n\t"                                                             \
-    "smlad r11, r5, r1, r11\n\t" MCU_DWPL_LD6("20", MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")            \
-        MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")
+    "smlad r11, r5, r1, r11\n\t"
+/* The MACs of a line of six: the bias, three kernel lines' loads and twelve MACs each, onto r6-r11. */
+#define MCU_DWPL_MACS6                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12", "0") MCU_DWPL_MAC6_0                          \
+        MCU_DWPL_LD6("20", MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                               \
+            MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")
 #define MCU_DWPL_CHANNEL6                                                                     \
     MCU_DWPL_MACS6                                                                            \
     "ldr r1, [r12, #40]\n\t"                                                                  \
@@ -1502,6 +1505,101 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
         MCU_DWPL_RUN_GROUP(MCU_DWPL_CHANNEL3P);
     }
 }
+/* The whole plane of a 6 x 6 or 3 x 3 image in one straight block a channel (mcu_dwpl_channels_whole): the
+ * output line's plane and output offsets immediates (the output step S bytes, a string: 128 or 256), so that a
+ * line ends in three loads (m, C, the channel's first output) and single stores at immediate offsets, where the
+ * loops above spend about 16 cycles a line on the output pointer, its step, the lines' end and the branch; with
+ * the padding one line across, the first line's first kernel line and the last line's last read zero lines only
+ * and are left out. The constants are read where the packer put them (r12: MCU_DWPL_PACKED_WORDS a channel, no
+ * copy into mcu_dwpl_ch), the channel's first output and whether another channel follows from the two words after
+ * its plane (r0 + P and P + 4, a plane of P bytes, the planes P + 8 apart). */
+#define MCU_DWPL_W6_FIRST(wofs, x) "ldr r6, [r12, #24]\n\t" MCU_DWPL_LD6(wofs, x) MCU_DWPL_MAC6_0
+/* A line's outputs: pixel p (a string) of the six at r3 + p S; base: an add to r3 before the requantization. */
+#define MCU_DWPL_W6_OUT(S, base, p)                                                           \
+    "ldr r1, [r12, #28]\n\t"                                                                  \
+    "ldr lr, [r12, #32]\n\t"                                                                  \
+    "ldr r3, [r0, #160]\n\t" base MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                               \
+    "strb r6, [r3, #(" p ") * " S "]\n\t"                                                     \
+    "strb r7, [r3, #(" p " + 1) * " S "]\n\t"                                                 \
+    "strb r8, [r3, #(" p " + 2) * " S "]\n\t"                                                 \
+    "strb r9, [r3, #(" p " + 3) * " S "]\n\t"                                                 \
+    "strb r10, [r3, #(" p " + 4) * " S "]\n\t"                                                \
+    "strb r11, [r3, #(" p " + 5) * " S "]\n\t"
+/* Output line l (a digit) of a 6 x 6 plane: its plane lines l .. l + 2 at 20 l bytes. */
+#define MCU_DWPL_W6_LINE(l)                                                                   \
+    MCU_DWPL_W6_FIRST("0", "20 * " l) MCU_DWPL_LD6("8", "20 * " l " + 20") MCU_DWPL_MAC6("r6")  \
+        MCU_DWPL_LD6("16", "20 * " l " + 40") MCU_DWPL_MAC6("r6")
+/* After a channel's plane of P bytes (a string), the next one's from label, its first output one byte on (written
+ * after the next plane: the caller sets the first channel's alone). */
+#define MCU_DWPL_W_NEXT(P, label)                                                             \
+    "ldr r3, [r0, #" P "]\n\t"                                                                \
+    "ldr r2, [r0, #" P " + 4]\n\t"                                                            \
+    "add r12, r12, #4 * " MCU_DWPL_STR(MCU_DWPL_PACKED_WORDS) "\n\t"                          \
+    "adds r3, r3, #1\n\t"                                                                     \
+    "str r3, [r0, #2 * " P " + 8]\n\t"                                                        \
+    "add r0, r0, #" P " + 8\n\t"                                                              \
+    "cmp r2, #0\n\t"                                                                          \
+    "bne " label "\n\t"
+#define MCU_DWPL_STR(v) MCU_DWPL_STR_(v)
+#define MCU_DWPL_STR_(v) #v
+/* The lines of the 6 x 6 images, the outputs of lines 3 to 5 from r3 + 18 S (STRB's offset reaches 4095). */
+#define MCU_DWPL_W6(S)                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "0:\n\t" MCU_DWPL_W6_FIRST("8", "20") MCU_DWPL_LD6("16", "40") MCU_DWPL_MAC6("r6")         \
+        MCU_DWPL_W6_OUT(S, "", "0") MCU_DWPL_W6_LINE("1") MCU_DWPL_W6_OUT(S, "", "6")          \
+            MCU_DWPL_W6_LINE("2") MCU_DWPL_W6_OUT(S, "", "12") MCU_DWPL_W6_LINE("3")           \
+                MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "0") MCU_DWPL_W6_LINE("4")    \
+                    MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "6")                      \
+                        MCU_DWPL_W6_FIRST("0", "100") MCU_DWPL_LD6("8", "120") MCU_DWPL_MAC6("r6") \
+                            MCU_DWPL_W6_OUT(S, "add r3, r3, #18 * " S "\n\t", "12") MCU_DWPL_W_NEXT("160", "0b")
+/* A 3 x 3 image's kernel line at wofs over the plane line at x (12 bytes a line). */
+#define MCU_DWPL_W3_K(wofs, x, MAC) MCU_DWPL_LD3F(wofs, x) MAC("")
+#define MCU_DWPL_W3_OUT(S, p)                                                                 \
+    "ldr r2, [r12, #28]\n\t"                                                                  \
+    "ldr r3, [r12, #32]\n\t"                                                                  \
+    "ldr r7, [r0, #60]\n\t" MCU_DWPL_RQ3("")                                                  \
+    "strb r8, [r7, #(" p ") * " S "]\n\t"                                                     \
+    "strb r9, [r7, #(" p " + 1) * " S "]\n\t"                                                 \
+    "strb r10, [r7, #(" p " + 2) * " S "]\n\t"
+#define MCU_DWPL_W3(S)                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "0:\n\t"                                                                                  \
+    "ldr r8, [r12, #24]\n\t" MCU_DWPL_W3_K("8", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("16", "24", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_OUT(S, "0")                                                               \
+    "ldr r8, [r12, #24]\n\t" MCU_DWPL_W3_K("0", "12", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("8", "24", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_K("16", "36", MCU_DWPL_MAC3) MCU_DWPL_W3_OUT(S, "3")                      \
+    "ldr r8, [r12, #24]\n\t" MCU_DWPL_W3_K("0", "24", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("8", "36", MCU_DWPL_MAC3) \
+        MCU_DWPL_W3_OUT(S, "6") MCU_DWPL_W_NEXT("60", "0b")
+/* Which straight block serves a layer of the packed scaled lines (mcu_dwpl_layer_packed): 6 for the 6 x 6 x 128
+ * images, 3 for the 3 x 3 x 256 ones (mobilenet_v1's), both with the padding one line across; else 0. */
+static inline int mcu_dwpl_whole_kind(const mcu_dwpl_geom *g, int32_t ch, int32_t pad_across, int clamp)
+{
+    if (clamp != MCU_DWPL_PACKED || pad_across != 1 || g->lines != g->len) {
+        return 0;
+    }
+    return g->len == 6 && ch == 128 && g->plane == 80 ? 6 : g->len == 3 && ch == 256 && g->plane == 30 ? 3 : 0;
+}
+_Static_assert(MCU_DWPL_COLS(6) * 8 == 80 && MCU_DWPL_COLS(3) * 5 == 30 && MCU_DWPL_PACKED_WORDS == 10,
+               "MCU_DWPL_W6, _W3: the planes' bytes (160, 60) and the packed words' offsets");
+/* The group's four channels from the planes' start and their constants from k (on past them after). */
+static inline __attribute__((always_inline)) const uint32_t *mcu_dwpl_channels_whole(const int16_t *planes,
+                                                                                    const uint32_t *k, int whole)
+{
+    register const int16_t *r0 __asm__("r0") = planes;
+    register const uint32_t *r12 __asm__("r12") = k;
+    if (whole == 6) {
+        __asm__ volatile(MCU_DWPL_W6("128")
+                         : "+r"(r0), "+r"(r12)
+                         :
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_DWPL_W3("256")
+                         : "+r"(r0), "+r"(r12)
+                         :
+                         : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    }
+    return r12;
+}
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
 #undef MCU_DWPL_RQS
@@ -1759,6 +1857,37 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
     }
 }
 
+/* A group's one band of lines into the planes from d0 (its first line's start) out of x (channel c's first byte):
+ * the straight lines of six and three in line (MCU_DWPL_FILL_STRAIGHT_LINES, no call), the others by mcu_dwpl_fill. */
+static inline __attribute__((always_inline)) void mcu_dwpl_fill_group(mcu_dwpl_fill_args *fill, const mcu_dwpl_geom *g,
+                                                                      int16_t *d0, const int8_t *x)
+{
+#if MCU_S8_DSP_NATIVE
+    if (fill->shape == 6 || fill->shape == 3) {
+        fill->d = d0 + fill->pad_along;
+        fill->s = x;
+        fill->lines = g->lines;
+        register mcu_dwpl_fill_args *a0 __asm__("r0") = fill;
+        if (fill->shape == 6) {
+            __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
+                                                              MCU_DWPL_FILL_ONE)
+                             : "+r"(a0)
+                             :
+                             : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
+                               "memory");
+        } else {
+            __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR)
+                             : "+r"(a0)
+                             :
+                             : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
+                               "memory");
+        }
+        return;
+    }
+#endif
+    mcu_dwpl_fill(fill, d0, x, 0, g->lines);
+}
+
 /* MCU_DWPL_PACKED_WORDS (mcu/kernels_s8.h): the ten words of a channel's constants in mcu_dwpl_ch (w[0 .. 5],
  * bias, m, c, sh), as packed ahead of time (mcu/backends/optimized/dwpack.py: the fields mcu_dwpl_group_init_s1
  * sets, in the same order). */
@@ -1874,6 +2003,43 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
         }
     }
 }
+
+#if MCU_S8_DSP_NATIVE
+/* mcu_dwpl_layer_packed for the layers mcu_dwpl_whole_kind takes (6 x 6 x 128, 3 x 3 x 256, scaled, padding one
+ * line across): each channel's plane a straight block reading the packed words in place (no copy of a group's 40
+ * words into mcu_dwpl_ch: about 110 cycles a group), the planes MCU_DWPL_W_STRIDE apart, each followed by its
+ * channel's first output and whether another channel follows. Its planes are 840 bytes of stack where the layer's
+ * take MCU_DWPL_BYTES. */
+#define MCU_DWPL_W_STRIDE 168
+_Static_assert(MCU_DWPL_COLS(6) * 8 * 2 + 8 == MCU_DWPL_W_STRIDE, "MCU_DWPL_W_STRIDE: the largest plane and two words");
+static __attribute__((noinline, unused)) void mcu_dwpl_layer_whole(const mcu_dwpl_geom *g, int32_t n, int32_t h,
+                                                                   int32_t w, int32_t ch, int32_t pad_along,
+                                                                   int32_t input_offset, int whole, const uint32_t *k,
+                                                                   const int8_t *x, int8_t *y)
+{
+    _Alignas(8) int16_t planes[5 * MCU_DWPL_W_STRIDE / 2]; /* the last MCU_DWPL_W_NEXT's output word after four */
+    const int32_t stride = 2 * g->plane + 8;
+    mcu_dwpl_zero(planes, stride); /* four planes of stride bytes: stride words */
+    mcu_dwpl_fill_args fill;
+    mcu_dwpl_fill_prep(&fill, g, h, w, ch, pad_along, mcu_offset_pair(input_offset));
+    fill.pl_bytes = stride;
+    for (int32_t j = 0; j < 3; ++j) {
+        mcu_store_u32(planes + (j * stride + 2 * g->plane + 4) / 2, 1u);
+    }
+    const size_t image = (size_t)h * (size_t)w * (size_t)ch;
+    for (int32_t b = 0; b < n; ++b) {
+        const int8_t *xb = x + (size_t)b * image;
+        int8_t *yb = y + (size_t)b * image;
+        const uint32_t *kc = k;
+        for (int32_t c = 0; c < ch; c += 4) {
+            /* the first channel's output; MCU_DWPL_W_NEXT sets the others' */
+            mcu_store_u32(planes + g->plane, (uint32_t)(uintptr_t)(yb + c));
+            mcu_dwpl_fill_group(&fill, g, planes + g->cols, xb + c);
+            kc = mcu_dwpl_channels_whole(planes, kc, whole);
+        }
+    }
+}
+#endif
 
 static __attribute__((noinline, unused)) void
 mcu_dwpl_layer_scaled(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, int32_t ch, int32_t pad_top,
