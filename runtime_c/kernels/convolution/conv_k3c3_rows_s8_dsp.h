@@ -308,6 +308,19 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
     "smmla " acc ", " acc ", " m ", " c "\n\t"                                                              \
     "ssat " acc ", #8, " acc ", asr #" MCU_K3C3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
+/* A pass's 14 tap words (the biases with the first) and its eight outputs requantized (constants in r9 to r11, lr). */
+#define MCU_KR_TAPS                                                                                       \
+    MCU_KR_TAP0                                                                                           \
+    MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12")                                        \
+    MCU_KR_ROW("1", "4", "5", "6", "7")                                                                   \
+    MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")            \
+    MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
+#define MCU_KR_RQS                                                                                        \
+    MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")                 \
+    MCU_KR_RQ("r6", "r9", "r10")                                                                          \
+    MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")                 \
+    MCU_KR_RQ("r8", "r11", "lr")
+
 #if MCU_PACKED_ROWS_COUT
 /* The four's outputs at fixed offsets (the build's one output depth of such layers): y and col_stop by two pipelined
  * loads, the pixels' outputs from y by immediate offsets, one step of y. */
@@ -380,17 +393,10 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         "add lr, r7, #120\n\t"
         "vldmia lr, {s8-s11}\n\t"
         "1:\n\t"
-        MCU_KR_TAP0
-        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12")
-        MCU_KR_ROW("1", "4", "5", "6", "7")
-        MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")
-        MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
+        MCU_KR_TAPS
         "vmov r9, r10, s8, s9\n\t"
         "vmov r11, lr, s10, s11\n\t"
-        MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")
-        MCU_KR_RQ("r6", "r9", "r10")
-        MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
-        MCU_KR_RQ("r8", "r11", "lr")
+        MCU_KR_RQS
         MCU_KR_STORES_FP
         "bne 1b\n\t"
         /* the pair done: the next one from the run's first four, its outputs 2 on from this one's */
@@ -424,20 +430,13 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         "mov r12, r0\n\t"
         "mov r7, r5\n\t"
         "1:\n\t"
-        MCU_KR_TAP0
-        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12")
-        MCU_KR_ROW("1", "4", "5", "6", "7")
-        MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")
-        MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
+        MCU_KR_TAPS
         /* the constants by four pipelined loads; r7 stays on the pair for its next four */
         "ldr r9, [r7, #120]\n\t"
         "ldr r10, [r7, #124]\n\t"
         "ldr r11, [r7, #128]\n\t"
         "ldr lr, [r7, #132]\n\t"
-        MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")
-        MCU_KR_RQ("r6", "r9", "r10")
-        MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
-        MCU_KR_RQ("r8", "r11", "lr")
+        MCU_KR_RQS
         MCU_KR_STORES
         "bne 1b\n\t"
         /* the pair done: the next one from the run's first four, its outputs 2 on from this one's */
@@ -461,6 +460,8 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 #undef MCU_KR_TAP0
 #undef MCU_KR_ROW
 #undef MCU_KR_RQ
+#undef MCU_KR_TAPS
+#undef MCU_KR_RQS
 #undef MCU_KR_STORES
 #undef MCU_K3C3_STR
 #undef MCU_K3C3_STR2
