@@ -34,6 +34,7 @@ def test_the_first_convolution_reads_the_input_in_place(int8_cnn) -> None:
     assert [io.in_place for io in view.inputs] == [True]
     model_c = int8_cnn.library.files[f"{view.prefix}_model.c"]
     assert "(int8_t *)in0" in model_c and "_invoke(in0)" in model_c
+    assert "input0 is read in place instead when it is 4-byte aligned" in int8_cnn.library.files[f"{view.prefix}_model.h"]
 
 
 @pytest.mark.parametrize("at", [0, 4, 1, 2, 3])
