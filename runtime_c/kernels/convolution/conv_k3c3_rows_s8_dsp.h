@@ -322,6 +322,16 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
     MCU_KR_RQ("r8", "r11", "lr")
 
 #if MCU_PACKED_ROWS_COUT
+/* A four's outputs but its first at fixed offsets from y (r9): the build's one output depth of such layers. */
+#define MCU_KR_STORES_AT                                                                                  \
+    "strb r1, [r9, #1]\n\t"                                                                                \
+    "strb r2, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                           \
+    "strb r3, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                       \
+    "strb r4, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r5, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    "strb r6, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r8, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"
+
 /* The four's outputs at fixed offsets (the build's one output depth of such layers): y and col_stop by two pipelined
  * loads, the pixels' outputs from y by immediate offsets, one step of y. */
 #define MCU_KR_STORES                                                                                     \
@@ -329,13 +339,7 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
     "ldr r11, [sp, #4]\n\t"                                                                                \
     "add r12, r12, #48\n\t"                                                                                \
     "strb r0, [r9]\n\t"                                                                                    \
-    "strb r1, [r9, #1]\n\t"                                                                                \
-    "strb r2, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                           \
-    "strb r3, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                       \
-    "strb r4, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
-    "strb r5, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
-    "strb r6, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
-    "strb r8, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    MCU_KR_STORES_AT                                                                                      \
     "add r9, r9, #(4 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")\n\t"                                          \
     "cmp r12, r11\n\t"                                                                                     \
     "str r9, [sp, #8]\n\t"
@@ -368,13 +372,7 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
 #define MCU_KR_STORES_FP                                                                                  \
     "vmov r11, r9, s1, s2\n\t"                                                                             \
     "add r12, r12, #48\n\t"                                                                                \
-    "strb r1, [r9, #1]\n\t"                                                                                \
-    "strb r2, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                           \
-    "strb r3, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                       \
-    "strb r4, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
-    "strb r5, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
-    "strb r6, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
-    "strb r8, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    MCU_KR_STORES_AT                                                                                      \
     "strb r0, [r9], #(4 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")\n\t"                                       \
     "cmp r12, r11\n\t"                                                                                     \
     "vmov s2, r9\n\t"
@@ -463,6 +461,7 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 #undef MCU_KR_TAPS
 #undef MCU_KR_RQS
 #undef MCU_KR_STORES
+#undef MCU_KR_STORES_AT
 #undef MCU_K3C3_STR
 #undef MCU_K3C3_STR2
 #else
