@@ -48,6 +48,7 @@ class IOView:
     streamed: bool = False  # read a row at a time through the firmware's callback (not in the arena)
     rows: int = 1  # rows of a streamed input (dim 2), each row_numel elements
     row_numel: int = 0
+    in_place: bool = False  # the kernels read the caller's buffer when it is aligned (in_place_inputs)
 
 
 @dataclass
@@ -185,6 +186,10 @@ class ModelView:
         return any(io.quant for io in self.inputs + self.outputs)
 
     @property
+    def in_place_inputs(self) -> list[IOView]:
+        return [io for io in self.inputs if io.in_place]
+
+    @property
     def stream_input(self) -> IOView | None:
         """The input read a row at a time through the firmware's callback (``<prefix>_run_streamed``)."""
         return next((io for io in self.inputs if io.streamed), None)
@@ -277,10 +282,25 @@ class ConstPool:
         return self.by_content[key]
 
 
+def in_place_candidates(graph: Graph) -> dict[int, int]:
+    """Inputs (id -> index) the kernels could read in the caller's buffer instead of a copy in the arena:
+    none of the graph's outputs or state, and read only by ops that each make one kernel call of their own
+    (no aliasing view, fused block, streamed prefix or delegate, whose code reads the arena's bytes)."""
+    held = {id(t) for t in [*graph.outputs, *graph.state.values()]}
+    direct = {id(t): i for i, t in enumerate(graph.inputs) if id(t) not in held and not t.is_constant}
+    for op in graph.ops:
+        if op.kind in ("delegate", FUSED_KIND, PREFIX_KIND) or op.attrs.get("alias"):
+            for t in op.inputs:
+                if t is not None:
+                    direct.pop(id(t), None)
+    return direct
+
+
 def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | None = None,
-               pool: ConstPool | None = None) -> ModelView:
+               pool: ConstPool | None = None, in_place: bool = True) -> ModelView:
     """``prefix`` and ``pool``: a method of a multi-method library (its own C prefix, the library's
-    constants)."""
+    constants). ``in_place``: let the kernels read inputs in the caller's buffer where every reader's
+    call names them (a kernel that takes its input as its output's bytes does not: then none is)."""
     prefix = prefix or c_identifier(graph.name)
     pool = pool or ConstPool(prefix)
     symbols: dict[int, str] = {}
@@ -291,9 +311,14 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
             symbols[id(t)] = pool.symbol(t)
         return symbols[id(t)]
 
+    streamed = streamed_inputs(graph)
+    direct = {} if not in_place or streamed else in_place_candidates(graph)
+
     def tensor_ref(t: Tensor) -> str:
         if t.is_constant:
             return const_symbol(t)
+        if id(t) in direct:
+            return f"({c_type(t.dtype)} *)in{direct[id(t)]}"
         return f"({c_type(t.dtype)} *)({arena_var(memory.arena_index(t))} + {memory.offset(t)})"
 
     steps: list[StepView] = []
@@ -337,6 +362,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
         call = emit_call(op, ref)
         if call is None:
             continue
+        if any(t is not None and id(t) in direct and tensor_ref(t) not in call.args for t in op.inputs):
+            return build_view(graph, memory, quantize, prefix, pool, in_place=False)
         emitted.append((op, call))
         for s in call.sources:
             if s not in sources:
@@ -356,10 +383,11 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
                               output_ref="" if out.is_constant else tensor_ref(out), output_nbytes=out.nbytes,
                               guard=guard))
 
-    streamed = streamed_inputs(graph)
     inputs = [_streamed_view(i, t) if id(t) in streamed else
               _io_view("input", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
               for i, t in enumerate(graph.inputs)]
+    for io, t in zip(inputs, graph.inputs):
+        io.in_place = id(t) in direct
     outputs = [_io_view("output", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
                for i, t in enumerate(graph.outputs)]
     if len(graph.output_names) == len(outputs):

@@ -308,7 +308,30 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
     "smmla " acc ", " acc ", " m ", " c "\n\t"                                                              \
     "ssat " acc ", #8, " acc ", asr #" MCU_K3C3_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
 
+/* A pass's 14 tap words (the biases with the first) and its eight outputs requantized (constants in r9 to r11, lr). */
+#define MCU_KR_TAPS                                                                                       \
+    MCU_KR_TAP0                                                                                           \
+    MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12")                                        \
+    MCU_KR_ROW("1", "4", "5", "6", "7")                                                                   \
+    MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")            \
+    MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
+#define MCU_KR_RQS                                                                                        \
+    MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")                 \
+    MCU_KR_RQ("r6", "r9", "r10")                                                                          \
+    MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")                 \
+    MCU_KR_RQ("r8", "r11", "lr")
+
 #if MCU_PACKED_ROWS_COUT
+/* A four's outputs but its first at fixed offsets from y (r9): the build's one output depth of such layers. */
+#define MCU_KR_STORES_AT                                                                                  \
+    "strb r1, [r9, #1]\n\t"                                                                                \
+    "strb r2, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                           \
+    "strb r3, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                       \
+    "strb r4, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r5, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    "strb r6, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
+    "strb r8, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"
+
 /* The four's outputs at fixed offsets (the build's one output depth of such layers): y and col_stop by two pipelined
  * loads, the pixels' outputs from y by immediate offsets, one step of y. */
 #define MCU_KR_STORES                                                                                     \
@@ -316,13 +339,7 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
     "ldr r11, [sp, #4]\n\t"                                                                                \
     "add r12, r12, #48\n\t"                                                                                \
     "strb r0, [r9]\n\t"                                                                                    \
-    "strb r1, [r9, #1]\n\t"                                                                                \
-    "strb r2, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                           \
-    "strb r3, [r9, #(" MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                       \
-    "strb r4, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
-    "strb r5, [r9, #(2 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
-    "strb r6, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")]\n\t"                                       \
-    "strb r8, [r9, #(3 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) " + 1)]\n\t"                                   \
+    MCU_KR_STORES_AT                                                                                      \
     "add r9, r9, #(4 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")\n\t"                                          \
     "cmp r12, r11\n\t"                                                                                     \
     "str r9, [sp, #8]\n\t"
@@ -349,6 +366,54 @@ static __attribute__((noinline)) void mcu_k3c3_widen(const int8_t *src, int32_t 
     "str r9, [sp, #8]\n\t"
 #endif
 
+#if MCU_PACKED_ROWS_COUT && defined(__ARM_FP)
+/* The four's outputs at fixed offsets, y and col_stop from s2 and s1 by one VMOV (2 cycles where two loads took 3), the
+ * first pixel's first output last, its store stepping y (no ADD), y back to s2 by VMOV. */
+#define MCU_KR_STORES_FP                                                                                  \
+    "vmov r11, r9, s1, s2\n\t"                                                                             \
+    "add r12, r12, #48\n\t"                                                                                \
+    MCU_KR_STORES_AT                                                                                      \
+    "strb r0, [r9], #(4 * " MCU_K3C3_STR(MCU_PACKED_ROWS_COUT) ")\n\t"                                       \
+    "cmp r12, r11\n\t"                                                                                     \
+    "vmov s2, r9\n\t"
+
+/* As below, the state in FPU registers instead of the stack (s0 to s6: col, col_stop, y, cout, y0, pairs,
+ * pairs_end) and the pair's constants (m, C of channels A and B) in s8 to s11, loaded once a pair run: a pass takes
+ * them by two VMOV (4 cycles where four loads took 5). */
+static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
+{
+    register mcu_k3c3_rows_state *s __asm__("r7") = st;
+    __asm__ volatile(
+        "vldmia r7, {s0-s6}\n\t"
+        "vmov r12, s0\n\t"
+        "vmov r7, s5\n\t"
+        "2:\n\t"
+        "add lr, r7, #120\n\t"
+        "vldmia lr, {s8-s11}\n\t"
+        "1:\n\t"
+        MCU_KR_TAPS
+        "vmov r9, r10, s8, s9\n\t"
+        "vmov r11, lr, s10, s11\n\t"
+        MCU_KR_RQS
+        MCU_KR_STORES_FP
+        "bne 1b\n\t"
+        /* the pair done: the next one from the run's first four, its outputs 2 on from this one's */
+        "vmov r9, s4\n\t"
+        "vmov r11, s6\n\t"
+        "vmov r12, s0\n\t"
+        "add r7, r7, #" MCU_K3C3_STR(MCU_K3C3_PAIR_BYTES) "\n\t"
+        "add r9, r9, #2\n\t"
+        "cmp r7, r11\n\t"
+        "vmov s4, r9\n\t"
+        "vmov s2, r9\n\t"
+        "bne 2b\n\t"
+        : "+r"(s)
+        :
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3",
+          "s4", "s5", "s6", "s8", "s9", "s10", "s11", "cc", "memory");
+}
+#undef MCU_KR_STORES_FP
+#else
 /* Per channel pair (a run of passes over the same 136 bytes of weights, which a small data cache then keeps: the
  * L4R5's ART holds 256 B, all four pairs' 544 B missed on every four) every four of pixels while col != col_stop,
  * the outputs 4 cout on after each four, the next pair's 2 on from this one's. The state is copied to the stack
@@ -363,20 +428,13 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         "mov r12, r0\n\t"
         "mov r7, r5\n\t"
         "1:\n\t"
-        MCU_KR_TAP0
-        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12")
-        MCU_KR_ROW("1", "4", "5", "6", "7")
-        MCU_KR_ROW("2", "8", "9", "10", "11") MCU_KR_TAP("12", "2 * " MCU_K3C3_ROW_BYTES_S " + 16")
-        MCU_KR_TAP("13", "3 * " MCU_K3C3_ROW_BYTES_S)
+        MCU_KR_TAPS
         /* the constants by four pipelined loads; r7 stays on the pair for its next four */
         "ldr r9, [r7, #120]\n\t"
         "ldr r10, [r7, #124]\n\t"
         "ldr r11, [r7, #128]\n\t"
         "ldr lr, [r7, #132]\n\t"
-        MCU_KR_RQ("r0", "r9", "r10") MCU_KR_RQ("r2", "r9", "r10") MCU_KR_RQ("r4", "r9", "r10")
-        MCU_KR_RQ("r6", "r9", "r10")
-        MCU_KR_RQ("r1", "r11", "lr") MCU_KR_RQ("r3", "r11", "lr") MCU_KR_RQ("r5", "r11", "lr")
-        MCU_KR_RQ("r8", "r11", "lr")
+        MCU_KR_RQS
         MCU_KR_STORES
         "bne 1b\n\t"
         /* the pair done: the next one from the run's first four, its outputs 2 on from this one's */
@@ -395,11 +453,15 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         :
         : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
+#endif
 #undef MCU_KR_TAP
 #undef MCU_KR_TAP0
 #undef MCU_KR_ROW
 #undef MCU_KR_RQ
+#undef MCU_KR_TAPS
+#undef MCU_KR_RQS
 #undef MCU_KR_STORES
+#undef MCU_KR_STORES_AT
 #undef MCU_K3C3_STR
 #undef MCU_K3C3_STR2
 #else
