@@ -1247,10 +1247,12 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
  * weight words, the bias, the multiplier and C in s0-s8 (one VLDM a call), the output skip in s9, the band's end in s10
  * and the output step in s11. A VMOV to a core register takes a cycle wherever it stands, where the loads from t broke
  * the plane words' chains of single loads (7 chains a six, 29 cycles for 22 loads; now 3 chains of four and 10 VMOV,
- * 25), and r12, no longer t, holds the line's end (no load of it a six). The first plane load steps the position
+ * 25), and r12 holds the line's end (no load of it a six; t back from s12 at the end, so that GCC's code around the
+ * call is what it was). The first plane load steps the position
  * (post-index) and the last store the output where 6 S fits its 8 bits (no ADD): 82 cycles a six against 89 on the
  * M4/M33 model, and 9 a line's end against 10. */
 #define MCU_DWPL_AT_FP_ENTER(LB)                                                              \
+    "vmov s12, r12\n\t"                                                                       \
     "add r2, r12, #12\n\t"                                                                    \
     "vldm r2, {s0-s8}\n\t"                                                                    \
     "ldr r2, [r12, #68]\n\t"                                                                  \
@@ -1307,7 +1309,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "6:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST2)                                                   \
     "b 9f\n\t"                                                                                \
     "5:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST1)                                                   \
-    "9:\n\t"
+    "9:\n\t"                                                                                  \
+    "vmov r12, s12\n\t"
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
  * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
 #define MCU_DWPL_SIXES_TAIL                                                                   \
@@ -1475,10 +1478,10 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
 #if defined(__ARM_FP)
 #define MCU_DWPL_RUN_FP(loop)                                                                 \
     __asm__ volatile(loop                                                                     \
-                     : "+r"(r0), "+r"(y1), "+r"(r12)                                          \
-                     :                                                                        \
+                     : "+r"(r0), "+r"(y1)                                                     \
+                     : "r"(r12)                                                               \
                      : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "s0", "s1", "s2", \
-                       "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "cc", "memory")
+                       "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "cc", "memory")
     if (len == 12) {
         MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK("32", "64", MCU_DWPL_STORES6_I("64"), "96", MCU_DWPL_STORES6_I("96")));
     } else if (len == 24) {
