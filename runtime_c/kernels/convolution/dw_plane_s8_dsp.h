@@ -1261,10 +1261,10 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r12, [r12, #8]\n\t"                                                                  \
     "vmov s9, r2\n\t"                                                                         \
     "vmov s11, r4\n\t"                                                                        \
-    "movs r2, #" LB "\n\t"                                                                    \
-    "mla r3, r3, r2, r12\n\t"                                                                 \
+    "movs r5, #" LB "\n\t"                                                                    \
+    "mla r3, r3, r5, r12\n\t"                                                                 \
     "vmov s10, r3\n\t"
-#define MCU_DWPL_SIXES_FP(LB, LD_STEP, STORES)                                                \
+#define MCU_DWPL_SIXES_FP(LB, LD_STEP, STORES, YSKIP)                                         \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     "vmov r6, s6\n\t"                                                                         \
@@ -1282,14 +1282,16 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "vmov r3, s8\n\t" LD_STEP MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                  \
     STORES                                                                                    \
     "cmp r0, r12\n\t"                                                                         \
-    "bne 1b\n\t"                                                                              \
-    "vmov r2, s9\n\t"                                                                         \
+    "bne 1b\n\t" YSKIP                                                                        \
     "vmov r3, s10\n\t"                                                                        \
     "add r0, r0, #8\n\t"                                                                      \
     "add r12, r12, #" LB "\n\t"                                                               \
-    "add r1, r1, r2\n\t"                                                                      \
     "cmp r12, r3\n\t"                                                                         \
     "bne 1b\n\t"
+/* The output on by the line's skip (the register-step loop's: zero for the immediate steps' lines along rows) */
+#define MCU_DWPL_YSKIP_FP                                                                     \
+    "vmov r2, s9\n\t"                                                                         \
+    "add r1, r1, r2\n\t"
 /* The step S an immediate, the output stepped by the last store (6 S at most 255: STRB's post-index). */
 #define MCU_DWPL_STORES6_IP(S)                                                                \
     "strb r7, [r1, #" S "]\n\t"                                                               \
@@ -1298,17 +1300,22 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "strb r10, [r1, #4 * " S "]\n\t"                                                          \
     "strb r11, [r1, #5 * " S "]\n\t"                                                          \
     "strb r6, [r1], #6 * " S "\n\t"
-/* MCU_DWPL_SIXES_AT_PICK's choice for these loops: the steps S1 and S2 with their stores ST1 and ST2. */
+/* MCU_DWPL_SIXES_AT_PICK's choice for these loops: the steps S1 and S2 with their stores ST1 and ST2, for lines whose
+ * output skip is zero (lines along rows: a line's outputs end where the next line's begin; 2 cycles a line fewer);
+ * any other step or skip takes the register step and the skip from s9. */
 #define MCU_DWPL_SIXES_FP_PICK(LB, S1, ST1, S2, ST2)                                          \
     MCU_DWPL_AT_FP_ENTER(LB)                                                                  \
+    "cmp r2, #0\n\t"                                                                          \
+    "bne 7f\n\t"                                                                              \
     "cmp r4, #" S1 "\n\t"                                                                     \
     "beq 5f\n\t"                                                                              \
     "cmp r4, #" S2 "\n\t"                                                                     \
-    "beq 6f\n\t" MCU_DWPL_SIXES_FP(LB, "vmov r4, s11\n\t", MCU_DWPL_STORES6_R)                \
+    "beq 6f\n\t"                                                                              \
+    "7:\n\t" MCU_DWPL_SIXES_FP(LB, "vmov r4, s11\n\t", MCU_DWPL_STORES6_R, MCU_DWPL_YSKIP_FP) \
     "b 9f\n\t"                                                                                \
-    "6:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST2)                                                   \
+    "6:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST2, "")                                               \
     "b 9f\n\t"                                                                                \
-    "5:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST1)                                                   \
+    "5:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST1, "")                                               \
     "9:\n\t"                                                                                  \
     "vmov r12, s12\n\t"
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
