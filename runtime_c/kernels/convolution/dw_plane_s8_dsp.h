@@ -1752,7 +1752,7 @@ static inline void mcu_dwpl_zero(int16_t *p, int32_t words)
 
 /* The previous band's last two plane lines (band and band + 1) into lines 0 and 1 of the four planes: in a plane the
  * two lines are one run of cols words, copied eight a step by two LDM/STM of four (mcu_dwpl_line4 twice took about
- * 4.8 cycles a word on the M4/M33 model: 22 k of mobilenet_v1's estimated cycles on mps2-an505-u575, its 48 x 48 and
+ * 6 cycles a word on the M4/M33 model: 22 k of mobilenet_v1's estimated cycles on mps2-an505-u575, its 48 x 48 and
  * 24 x 24 layers' 22 band changes). */
 static inline void mcu_dwpl_carry(const mcu_dwpl_geom *g, int16_t *planes)
 {
