@@ -1259,8 +1259,6 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r12, #72]\n\t"                                                                  \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "ldr r12, [r12, #8]\n\t"                                                                  \
-    "vmov s9, r2\n\t"                                                                         \
-    "vmov s11, r4\n\t"                                                                        \
     "movs r5, #" LB "\n\t"                                                                    \
     "mla r3, r3, r5, r12\n\t"                                                                 \
     "vmov s10, r3\n\t"
@@ -1303,15 +1301,21 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 /* MCU_DWPL_SIXES_AT_PICK's choice for these loops: the steps S1 and S2 with their stores ST1 and ST2, for lines whose
  * output skip is zero (lines along rows: a line's outputs end where the next line's begin; 2 cycles a line fewer);
  * any other step or skip takes the register step and the skip from s9. */
-#define MCU_DWPL_SIXES_FP_PICK(LB, S1, ST1, S2, ST2)                                          \
-    MCU_DWPL_AT_FP_ENTER(LB)                                                                  \
+#define MCU_DWPL_SIXES_FP_PICK(LB, S1, ST1, S2, ST2) MCU_DWPL_SIXES_FP_PICK_AS(LB, S1, ST1, S2, ST2, MCU_DWPL_SKIP0_FP)
+#define MCU_DWPL_SKIP0_FP                                                                     \
     "cmp r2, #0\n\t"                                                                          \
-    "bne 7f\n\t"                                                                              \
+    "bne 7f\n\t"
+/* SKIP0: the test for a nonzero skip, or none where the caller's skip is zero (mcu_dwpl_rows: a row's outputs end
+ * where the next row's begin) */
+#define MCU_DWPL_SIXES_FP_PICK_AS(LB, S1, ST1, S2, ST2, SKIP0)                                \
+    MCU_DWPL_AT_FP_ENTER(LB) SKIP0                                                            \
     "cmp r4, #" S1 "\n\t"                                                                     \
     "beq 5f\n\t"                                                                              \
     "cmp r4, #" S2 "\n\t"                                                                     \
     "beq 6f\n\t"                                                                              \
-    "7:\n\t" MCU_DWPL_SIXES_FP(LB, "vmov r4, s11\n\t", MCU_DWPL_STORES6_R, MCU_DWPL_YSKIP_FP) \
+    "7:\n\t"                                                                                  \
+    "vmov s9, r2\n\t"                                                                         \
+    "vmov s11, r4\n\t" MCU_DWPL_SIXES_FP(LB, "vmov r4, s11\n\t", MCU_DWPL_STORES6_R, MCU_DWPL_YSKIP_FP) \
     "b 9f\n\t"                                                                                \
     "6:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST2, "")                                               \
     "b 9f\n\t"                                                                                \
@@ -1477,7 +1481,8 @@ _Static_assert(MCU_DWPL_COLS(12) * 2 == 32 && MCU_DWPL_COLS(24) * 2 == 56 && MCU
                "MCU_DWPL_SIXES_AT: the plane line's bytes and the skip of 8 after a line's sixes");
 /* The scaled lines of 12, 24 or 48 pixels (mcu_dwpl_len_at) from pos: MCU_DWPL_SIXES_AT with the plane line's
  * bytes an immediate and r1 the output pointer. */
-static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t,
+                                                                      int skip0)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
@@ -1489,15 +1494,26 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
                      : "r"(r12)                                                               \
                      : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "s0", "s1", "s2", \
                        "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "cc", "memory")
-    if (len == 12) {
-        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK("32", "64", MCU_DWPL_STORES6_I("64"), "96", MCU_DWPL_STORES6_I("96")));
-    } else if (len == 24) {
-        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK("56", "32", MCU_DWPL_STORES6_IP("32"), "48", MCU_DWPL_STORES6_I("48")));
-    } else {
-        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK("104", "8", MCU_DWPL_STORES6_IP("8"), "16", MCU_DWPL_STORES6_IP("16")));
+#define MCU_DWPL_AT_LENS(SKIP0)                                                               \
+    if (len == 12) {                                                                          \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("32", "64", MCU_DWPL_STORES6_I("64"), "96", MCU_DWPL_STORES6_I("96"), \
+                                                  SKIP0));                                    \
+    } else if (len == 24) {                                                                   \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("56", "32", MCU_DWPL_STORES6_IP("32"), "48", MCU_DWPL_STORES6_I("48"), \
+                                                  SKIP0));                                    \
+    } else {                                                                                  \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("104", "8", MCU_DWPL_STORES6_IP("8"), "16", MCU_DWPL_STORES6_IP("16"), \
+                                                  SKIP0));                                    \
     }
+    if (skip0) {
+        MCU_DWPL_AT_LENS("")
+    } else {
+        MCU_DWPL_AT_LENS(MCU_DWPL_SKIP0_FP)
+    }
+#undef MCU_DWPL_AT_LENS
 #undef MCU_DWPL_RUN_FP
 #else
+    (void)skip0;
     if (len == 12) {
         MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("32", "64", "96"));
     } else if (len == 24) {
@@ -1511,7 +1527,7 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const 
                                                                           mcu_dwpl_ch *t, int kind)
 {
     if (kind == 12 && mcu_dwpl_len_at(line_bytes / 2 - 4)) {
-        mcu_dwpl_channel_at(pos, line_bytes / 2 - 4, t);
+        mcu_dwpl_channel_at(pos, line_bytes / 2 - 4, t, 0);
         return;
     }
     register const int16_t *r0 __asm__("r0") = pos;
@@ -1703,8 +1719,9 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 }
 
 /* The assembly's lines of 12, 24 and 48 (mcu_dwpl_len_at), scaled. */
-static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
+static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t, int skip0)
 {
+    (void)skip0;
     mcu_dwpl_channel(pos, MCU_DWPL_COLS(len) * 2, t, MCU_DWPL_SCALED, 12);
 }
 #endif
@@ -1748,40 +1765,6 @@ static inline void mcu_dwpl_zero(int16_t *p, int32_t words)
         mcu_store_u32(p + 2 * i, 0);
         __asm__("" ::: "memory");
     }
-}
-
-/* The previous band's last two plane lines (band and band + 1) into lines 0 and 1 of the four planes: in a plane the
- * two lines are one run of cols words, copied eight a step by two LDM/STM of four (mcu_dwpl_line4 twice took about
- * 6 cycles a word on the M4/M33 model: 22 k of mobilenet_v1's estimated cycles on mps2-an505-u575, its 48 x 48 and
- * 24 x 24 layers' 22 band changes). */
-static inline void mcu_dwpl_carry(const mcu_dwpl_geom *g, int16_t *planes)
-{
-#if MCU_S8_DSP_NATIVE
-    for (int32_t k = 0; k < 4; ++k) {
-        uint32_t *d = (uint32_t *)(void *)(planes + k * g->plane);
-        const uint32_t *s = (const uint32_t *)(const void *)(planes + k * g->plane + g->band * g->cols);
-        int32_t steps = g->cols >> 3;
-        if (steps > 0) {
-            __asm__ volatile("1:\n\t"
-                             "ldmia %1!, {r2, r3, r4, r5}\n\t"
-                             "stmia %0!, {r2, r3, r4, r5}\n\t"
-                             "ldmia %1!, {r2, r3, r4, r5}\n\t"
-                             "stmia %0!, {r2, r3, r4, r5}\n\t"
-                             "subs %2, %2, #1\n\t"
-                             "bne 1b\n\t"
-                             : "+r"(d), "+r"(s), "+r"(steps)
-                             :
-                             : "r2", "r3", "r4", "r5", "cc", "memory");
-        }
-        for (int32_t i = 0; i < (g->cols & 7); ++i) {
-            mcu_store_u32(d + i, s[i]);
-            __asm__("" ::: "memory"); /* no memcpy call */
-        }
-    }
-#else
-    mcu_dwpl_line4(g, planes, 0, planes + g->band * g->cols);
-    mcu_dwpl_line4(g, planes, 1, planes + (g->band + 1) * g->cols);
-#endif
 }
 
 /* The whole layer (mcu_dwpl_plan held): x (n images of h x w x ch) into y of the same shape, which
@@ -1841,7 +1824,8 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
                     mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
                     p = nb + 2;
                 } else if (l0 > 0) { /* the previous band's last two input lines, no longer in the image */
-                    mcu_dwpl_carry(g, planes);
+                    mcu_dwpl_line4(g, planes, 0, planes + g->band * g->cols);
+                    mcu_dwpl_line4(g, planes, 1, planes + (g->band + 1) * g->cols);
                     p = 2;
                 }
                 for (; p < nb + 2; ++p) {
@@ -2094,7 +2078,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
             t[k].end = plane + (scaled ? g->len : quads);
             t[k].lines = g->lines;
             if (scaled) {
-                mcu_dwpl_channel_at(plane, g->len, &t[k]);
+                mcu_dwpl_channel_at(plane, g->len, &t[k], 1); /* a row's outputs end where the next's begin */
             } else {
                 mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
             }
