@@ -1249,7 +1249,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
  * the plane words' chains of single loads (7 chains a six, 29 cycles for 22 loads; now 3 chains of four and 10 VMOV,
  * 25), and r12 holds the line's end (no load of it a six; t back from s12 at the end, so that GCC's code around the
  * call is what it was). The first plane load steps the position
- * (post-index) and the last store the output where 6 S fits its 8 bits (no ADD): 82 cycles a six against 89 on the
+ * (post-index) and the last store the output where 6 S fits its 8 bits, two stores where 3 S does (no ADD): 82 cycles a six against 89 on the
  * M4/M33 model, and 9 a line's end against 10. */
 #define MCU_DWPL_AT_FP_ENTER(LB)                                                              \
     "vmov s12, r12\n\t"                                                                       \
@@ -1298,6 +1298,14 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "strb r10, [r1, #4 * " S "]\n\t"                                                          \
     "strb r11, [r1, #5 * " S "]\n\t"                                                          \
     "strb r6, [r1], #6 * " S "\n\t"
+/* The same where 3 S fits the 8 bits but 6 S does not (steps 48 and 64): the output stepped by two stores, 3 S each. */
+#define MCU_DWPL_STORES6_IP2(S)                                                               \
+    "strb r7, [r1, #" S "]\n\t"                                                               \
+    "strb r8, [r1, #2 * " S "]\n\t"                                                           \
+    "strb r6, [r1], #3 * " S "\n\t"                                                           \
+    "strb r10, [r1, #" S "]\n\t"                                                              \
+    "strb r11, [r1, #2 * " S "]\n\t"                                                          \
+    "strb r9, [r1], #3 * " S "\n\t"
 /* MCU_DWPL_SIXES_AT_PICK's choice for these loops: the steps S1 and S2 with their stores ST1 and ST2, for lines whose
  * output skip is zero (lines along rows: a line's outputs end where the next line's begin; 2 cycles a line fewer);
  * any other step or skip takes the register step and the skip from s9. */
@@ -1496,10 +1504,10 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
                        "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "cc", "memory")
 #define MCU_DWPL_AT_LENS(SKIP0)                                                               \
     if (len == 12) {                                                                          \
-        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("32", "64", MCU_DWPL_STORES6_I("64"), "96", MCU_DWPL_STORES6_I("96"), \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("32", "64", MCU_DWPL_STORES6_IP2("64"), "96", MCU_DWPL_STORES6_I("96"), \
                                                   SKIP0));                                    \
     } else if (len == 24) {                                                                   \
-        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("56", "32", MCU_DWPL_STORES6_IP("32"), "48", MCU_DWPL_STORES6_I("48"), \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("56", "32", MCU_DWPL_STORES6_IP("32"), "48", MCU_DWPL_STORES6_IP2("48"), \
                                                   SKIP0));                                    \
     } else {                                                                                  \
         MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("104", "8", MCU_DWPL_STORES6_IP("8"), "16", MCU_DWPL_STORES6_IP("16"), \
