@@ -1244,13 +1244,13 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "5:\n\t" MCU_DWPL_SIXES_AT_I(LB, S1)                                                      \
     "9:\n\t"
 /* The same lines with the channel's constants in FPU registers (__ARM_FP: every DSP board's core has one): the six
- * weight words, the bias, the multiplier and C in s0-s8 (one VLDM a call), the output skip in s9, the band's end in s10
- * and the output step in s11. A VMOV to a core register takes a cycle wherever it stands, where the loads from t broke
- * the plane words' chains of single loads (7 chains a six, 29 cycles for 22 loads; now 3 chains of four and 10 VMOV,
- * 25), and r12 holds the line's end (no load of it a six; t back from s12 at the end, so that GCC's code around the
- * call is what it was). The first plane load steps the position
- * (post-index) and the last store the output where 6 S fits its 8 bits, two stores where 3 S does (no ADD): 82 cycles a six against 89 on the
- * M4/M33 model, and 9 a line's end against 10. */
+ * weight words, the bias, the multiplier and C in s0-s8 (one VLDM a call), the band's end in s10, and for the
+ * register-step loop the output skip and step in s9 and s11. A VMOV to a core register takes a cycle wherever it
+ * stands, where the loads from t broke the plane words' chains of single loads (7 chains a six, 29 cycles for 22
+ * loads; now 3 chains of four and 9 VMOV, 24), and r12 holds the line's end (no load of it a six; t back from s12 at
+ * the end, so that GCC's code around the call is what it was). The first plane load steps the position (post-index),
+ * the last store the output where 6 S fits its 8 bits, two stores where 3 S does (no ADD): 82 cycles a six against 89
+ * on the M4/M33 model, and a line's end 5 against 10. */
 #define MCU_DWPL_AT_FP_ENTER(LB)                                                              \
     "vmov s12, r12\n\t"                                                                       \
     "add r2, r12, #12\n\t"                                                                    \
