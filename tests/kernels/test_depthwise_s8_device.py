@@ -120,6 +120,10 @@ CASES = [
     (96, 3, 12, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     (48, 4, 24, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     (16, 5, 48, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    # lines of 12 and 24 down the columns whose step (the row's bytes, 64 and 32) is one of those immediates: the output
+    # skip is not zero, so the constants-in-FPU-registers loops take the register step and the skip
+    (8, 12, 8, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (4, 24, 8, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     # row calls (a streamed prefix's: fewer output rows than input rows) of ReLU rows of 48, 24 and 12 take the
     # same scaled loop
     (8, 3, 48, 3, 3, 1, 0, 1, "apart", "relu", "fast"),

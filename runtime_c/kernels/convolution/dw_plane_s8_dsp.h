@@ -1246,6 +1246,93 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "b 9f\n\t"                                                                                \
     "5:\n\t" MCU_DWPL_SIXES_AT_I(LB, S1)                                                      \
     "9:\n\t"
+/* The same lines with the channel's constants in FPU registers (__ARM_FP: every DSP board's core has one): the six
+ * weight words, the bias, the multiplier and C in s0-s8 (one VLDM a call), the band's end in s10, and for the
+ * register-step loop the output skip and step in s9 and s11. A VMOV to a core register takes a cycle wherever it
+ * stands, where the loads from t broke the plane words' chains of single loads (7 chains a six, 29 cycles for 22
+ * loads; now 3 chains of four and 9 VMOV, 24), and r12 holds the line's end (no load of it a six; t back from s12 at
+ * the end, so that GCC's code around the call is what it was). The first plane load steps the position (post-index),
+ * the last store the output where 6 S fits its 8 bits, two stores where 3 S does (no ADD): 82 cycles a six against 89
+ * on the M4/M33 model, and a line's end 5 against 10. */
+#define MCU_DWPL_AT_FP_ENTER(LB)                                                              \
+    "vmov s12, r12\n\t"                                                                       \
+    "add r2, r12, #12\n\t"                                                                    \
+    "vldm r2, {s0-s8}\n\t"                                                                    \
+    "ldr r2, [r12, #68]\n\t"                                                                  \
+    "ldr r3, [r12, #72]\n\t"                                                                  \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "ldr r12, [r12, #8]\n\t"                                                                  \
+    "movs r5, #" LB "\n\t"                                                                    \
+    "mla r3, r3, r5, r12\n\t"                                                                 \
+    "vmov s10, r3\n\t"
+#define MCU_DWPL_SIXES_FP(LB, LD_STEP, STORES, YSKIP)                                         \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "vmov r6, s6\n\t"                                                                         \
+    "vmov lr, s0\n\t"                                                                         \
+    "ldr r2, [r0], #12\n\t"                                                                   \
+    "ldr r3, [r0, #-8]\n\t"                                                                   \
+    "ldr r4, [r0, #-4]\n\t"                                                                   \
+    "ldr r5, [r0]\n\t" MCU_DWPL_S6_A0                                                         \
+    "vmov r2, s1\n\t" MCU_DWPL_S6_B("")                                                       \
+    "vmov lr, s2\n\t" MCU_DWPL_S6_XI(LB " - 12") MCU_DWPL_S6_A                                \
+    "vmov r2, s3\n\t" MCU_DWPL_S6_B("")                                                       \
+    "vmov lr, s4\n\t" MCU_DWPL_S6_XI("2 * " LB " - 12") MCU_DWPL_S6_A                         \
+    "vmov r2, s5\n\t" MCU_DWPL_S6_B("")                                                       \
+    "vmov lr, s7\n\t"                                                                         \
+    "vmov r3, s8\n\t" LD_STEP MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                  \
+    STORES                                                                                    \
+    "cmp r0, r12\n\t"                                                                         \
+    "bne 1b\n\t" YSKIP                                                                        \
+    "vmov r3, s10\n\t"                                                                        \
+    "add r0, r0, #8\n\t"                                                                      \
+    "add r12, r12, #" LB "\n\t"                                                               \
+    "cmp r12, r3\n\t"                                                                         \
+    "bne 1b\n\t"
+/* The output on by the line's skip (the register-step loop's: zero for the immediate steps' lines along rows) */
+#define MCU_DWPL_YSKIP_FP                                                                     \
+    "vmov r2, s9\n\t"                                                                         \
+    "add r1, r1, r2\n\t"
+/* The step S an immediate, the output stepped by the last store (6 S at most 255: STRB's post-index). */
+#define MCU_DWPL_STORES6_IP(S)                                                                \
+    "strb r7, [r1, #" S "]\n\t"                                                               \
+    "strb r8, [r1, #2 * " S "]\n\t"                                                           \
+    "strb r9, [r1, #3 * " S "]\n\t"                                                           \
+    "strb r10, [r1, #4 * " S "]\n\t"                                                          \
+    "strb r11, [r1, #5 * " S "]\n\t"                                                          \
+    "strb r6, [r1], #6 * " S "\n\t"
+/* The same where 3 S fits the 8 bits but 6 S does not (steps 48 and 64): the output stepped by two stores, 3 S each. */
+#define MCU_DWPL_STORES6_IP2(S)                                                               \
+    "strb r7, [r1, #" S "]\n\t"                                                               \
+    "strb r8, [r1, #2 * " S "]\n\t"                                                           \
+    "strb r6, [r1], #3 * " S "\n\t"                                                           \
+    "strb r10, [r1, #" S "]\n\t"                                                              \
+    "strb r11, [r1, #2 * " S "]\n\t"                                                          \
+    "strb r9, [r1], #3 * " S "\n\t"
+/* MCU_DWPL_SIXES_AT_PICK's choice for these loops: the steps S1 and S2 with their stores ST1 and ST2, for lines whose
+ * output skip is zero (lines along rows: a line's outputs end where the next line's begin; 2 cycles a line fewer);
+ * any other step or skip takes the register step and the skip from s9. */
+#define MCU_DWPL_SIXES_FP_PICK(LB, S1, ST1, S2, ST2) MCU_DWPL_SIXES_FP_PICK_AS(LB, S1, ST1, S2, ST2, MCU_DWPL_SKIP0_FP)
+#define MCU_DWPL_SKIP0_FP                                                                     \
+    "cmp r2, #0\n\t"                                                                          \
+    "bne 7f\n\t"
+/* SKIP0: the test for a nonzero skip, or none where the caller's skip is zero (mcu_dwpl_rows: a row's outputs end
+ * where the next row's begin) */
+#define MCU_DWPL_SIXES_FP_PICK_AS(LB, S1, ST1, S2, ST2, SKIP0)                                \
+    MCU_DWPL_AT_FP_ENTER(LB) SKIP0                                                            \
+    "cmp r4, #" S1 "\n\t"                                                                     \
+    "beq 5f\n\t"                                                                              \
+    "cmp r4, #" S2 "\n\t"                                                                     \
+    "beq 6f\n\t"                                                                              \
+    "7:\n\t"                                                                                  \
+    "vmov s9, r2\n\t"                                                                         \
+    "vmov s11, r4\n\t" MCU_DWPL_SIXES_FP(LB, "vmov r4, s11\n\t", MCU_DWPL_STORES6_R, MCU_DWPL_YSKIP_FP) \
+    "b 9f\n\t"                                                                                \
+    "6:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST2, "")                                               \
+    "b 9f\n\t"                                                                                \
+    "5:\n\t" MCU_DWPL_SIXES_FP(LB, "", ST1, "")                                               \
+    "9:\n\t"                                                                                  \
+    "vmov r12, s12\n\t"
 /* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
  * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
 #define MCU_DWPL_SIXES_TAIL                                                                   \
@@ -1405,11 +1492,39 @@ _Static_assert(MCU_DWPL_COLS(12) * 2 == 32 && MCU_DWPL_COLS(24) * 2 == 56 && MCU
                "MCU_DWPL_SIXES_AT: the plane line's bytes and the skip of 8 after a line's sixes");
 /* The scaled lines of 12, 24 or 48 pixels (mcu_dwpl_len_at) from pos: MCU_DWPL_SIXES_AT with the plane line's
  * bytes an immediate and r1 the output pointer. */
-static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
+static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t,
+                                                                      int skip0)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     register int8_t *y1 __asm__("r1") = t->y;
+#if defined(__ARM_FP)
+#define MCU_DWPL_RUN_FP(loop)                                                                 \
+    __asm__ volatile(loop                                                                     \
+                     : "+r"(r0), "+r"(y1)                                                     \
+                     : "r"(r12)                                                               \
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "s0", "s1", "s2", \
+                       "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "cc", "memory")
+#define MCU_DWPL_AT_LENS(SKIP0)                                                               \
+    if (len == 12) {                                                                          \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("32", "64", MCU_DWPL_STORES6_IP2("64"), "96", MCU_DWPL_STORES6_I("96"), \
+                                                  SKIP0));                                    \
+    } else if (len == 24) {                                                                   \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("56", "32", MCU_DWPL_STORES6_IP("32"), "48", MCU_DWPL_STORES6_IP2("48"), \
+                                                  SKIP0));                                    \
+    } else {                                                                                  \
+        MCU_DWPL_RUN_FP(MCU_DWPL_SIXES_FP_PICK_AS("104", "8", MCU_DWPL_STORES6_IP("8"), "16", MCU_DWPL_STORES6_IP("16"), \
+                                                  SKIP0));                                    \
+    }
+    if (skip0) {
+        MCU_DWPL_AT_LENS("")
+    } else {
+        MCU_DWPL_AT_LENS(MCU_DWPL_SKIP0_FP)
+    }
+#undef MCU_DWPL_AT_LENS
+#undef MCU_DWPL_RUN_FP
+#else
+    (void)skip0;
     if (len == 12) {
         MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("32", "64", "96"));
     } else if (len == 24) {
@@ -1417,12 +1532,13 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_at(const int1
     } else {
         MCU_DWPL_RUN_AT(MCU_DWPL_SIXES_AT_PICK("104", "8", "16"));
     }
+#endif
 }
 static inline __attribute__((always_inline)) void mcu_dwpl_channel_scaled(const int16_t *pos, int32_t line_bytes,
                                                                           mcu_dwpl_ch *t, int kind)
 {
     if (kind == 12 && mcu_dwpl_len_at(line_bytes / 2 - 4)) {
-        mcu_dwpl_channel_at(pos, line_bytes / 2 - 4, t);
+        mcu_dwpl_channel_at(pos, line_bytes / 2 - 4, t, 0);
         return;
     }
     register const int16_t *r0 __asm__("r0") = pos;
@@ -1709,8 +1825,9 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 }
 
 /* The assembly's lines of 12, 24 and 48 (mcu_dwpl_len_at), scaled. */
-static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t)
+static inline void mcu_dwpl_channel_at(const int16_t *pos, int32_t len, mcu_dwpl_ch *t, int skip0)
 {
+    (void)skip0;
     mcu_dwpl_channel(pos, MCU_DWPL_COLS(len) * 2, t, MCU_DWPL_SCALED, 12);
 }
 #endif
@@ -2135,7 +2252,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
             t[k].end = plane + (scaled ? g->len : quads);
             t[k].lines = g->lines;
             if (scaled) {
-                mcu_dwpl_channel_at(plane, g->len, &t[k]);
+                mcu_dwpl_channel_at(plane, g->len, &t[k], 1); /* a row's outputs end where the next's begin */
             } else {
                 mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
             }
