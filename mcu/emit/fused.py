@@ -48,7 +48,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
     if b.keep:
         lines += [
             "    if (oy > 0) {",
-            f"        memmove(ring, ring + {b.band * b.s * b.e_row}, {b.keep * b.e_row});",
+            f"        mcu_rows_down(ring, ring + {b.band * b.s * b.e_row}, {b.keep * b.e_row});",
             f"        fresh = {b.keep};",
             "    }",
         ]

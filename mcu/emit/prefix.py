@@ -71,7 +71,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str,
                      f"                const int32_t need = next[{c}] * {w.s} - {w.pad};",
                      "                low = need < 0 ? 0 : (need < low ? need : low);",
                      "            }"]
-        room += [f"            memmove(rings + {ring.offset}, rings + {ring.offset} + (size_t)(low - base[{j}]) * {rb}u, "
+        room += [f"            mcu_rows_down(rings + {ring.offset}, rings + {ring.offset} + (size_t)(low - base[{j}]) * {rb}u, "
                  f"(size_t)(y - low) * {rb}u);",
                  f"            base[{j}] = low;",
                  "        }"]
