@@ -194,9 +194,12 @@ class Profile:
                              "(an estimate, docs/cycles.md)")
         if self.inference_cost:
             outside = self.inference_cost - self.total_cost
+            # The ops are traced in their own build; with no input copy left outside them (an input read where
+            # the caller keeps it), the hooks' register use can make them a few more than the normal whole.
+            why = (f"{outside:,} outside the ops: input/output copies and the call sequence" if outside >= 0 else
+                   f"the traced ops {-outside:,} more: the tracer's hooks change the code around each op")
             lines.append(f"whole inference ({self.inference_of}) {self.inference_cost:,} {self.unit}: the ops account for "
-                         f"{self.total_cost / self.inference_cost * 100:.2f} % ({outside:,} outside the ops: "
-                         "input/output copies and the call sequence)")
+                         f"{self.total_cost / self.inference_cost * 100:.2f} % ({why})")
         lines += self.fused_lines()
         lines += self.prefix_lines()
         return "\n".join(lines)

@@ -95,7 +95,9 @@ def test_per_op_costs_add_up_to_the_inference(compiled, name: str) -> None:
     assert all(e.instructions and e.instructions > 0 for e in run.events)
     assert profile.inference_cost is not None
     assert abs(profile.total_cost - profile.inference_cost) <= 0.02 * profile.inference_cost
-    assert profile.total_cost <= profile.inference_cost  # ops are a part of the inference
+    # ops are a part of their own (traced) build's inference; the normal build's may be a few fewer than they
+    # (no input copy outside the ops when the input is read where the caller keeps it)
+    assert run.inference_cost is not None and profile.total_cost <= run.inference_cost
     assert [r.cost for r in profile.rows] == sorted((r.cost for r in profile.rows), reverse=True)
     assert abs(sum(r.share for r in profile.rows) - 1.0) < 1e-9
     conv = [r for r in profile.rows if r.op.kind == "conv2d"]
