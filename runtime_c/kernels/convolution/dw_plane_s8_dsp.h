@@ -1312,7 +1312,6 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
 /* MCU_DWPL_SIXES_AT_PICK's choice for these loops: the steps S1 and S2 with their stores ST1 and ST2, for lines whose
  * output skip is zero (lines along rows: a line's outputs end where the next line's begin; 2 cycles a line fewer);
  * any other step or skip takes the register step and the skip from s9. */
-#define MCU_DWPL_SIXES_FP_PICK(LB, S1, ST1, S2, ST2) MCU_DWPL_SIXES_FP_PICK_AS(LB, S1, ST1, S2, ST2, MCU_DWPL_SKIP0_FP)
 #define MCU_DWPL_SKIP0_FP                                                                     \
     "cmp r2, #0\n\t"                                                                          \
     "bne 7f\n\t"
