@@ -141,6 +141,8 @@ CASES = [
     (8, 4, 10, 3, 3, 2, 2, 0, "apart", "relu", "fast"),
     (20, 5, 5, 3, 3, 2, 0, 1, "apart", "relu", "fast"),
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
+    # a 3 x 3 output in one straight block a group on the M33 (mcu_dwd_run9): the staged case above, and apart
+    (12, 5, 7, 3, 3, 2, 1, 0, "apart", "relu", "fast"),
     # scaled stride-2 lines with a channel's constants held in registers (mcu_dwpl_group_s2_held): plane lines of 50
     # int16 at 16 channels (two bands of lines, on the input), of 26 at 32 (apart, and through the row buffer)
     (16, 11, 48, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),

@@ -271,6 +271,80 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are
     "str r12, [r1, #156]\n\t"                                                                 \
     "bne 1b\n\t"
 
+#if defined(__ARM_ARCH_8M_MAIN__)
+/* A 3 x 3 output's group in one straight block (the 6 x 6 x 128 -> 3 x 3 layer, Cortex-M33): its nine windows
+ * at immediate block offsets (pixel (r, c) at 128 r + 8 c bytes), so that pairs may span rows: four pairs and
+ * one pixel, no row ends or counts, where rows of three took nine pixels one a step. */
+#define MCU_DWD_TAP2D(o, d, wo, wo4)                                                          \
+    "ldr r10, [r0, #(" o ")]\n\t"                                                             \
+    "ldr r11, [r0, #(" o " + " d ")]\n\t"                                                     \
+    "ldr lr, [r1, #" wo "]\n\t"                                                               \
+    "sxtb16 r12, r10\n\t"                                                                    \
+    "smlabb r2, r12, lr, r2\n\t"                                                             \
+    "smlatt r4, r12, lr, r4\n\t"                                                             \
+    "sxtb16 r12, r11\n\t"                                                                    \
+    "smlabb r6, r12, lr, r6\n\t"                                                             \
+    "smlatt r8, r12, lr, r8\n\t"                                                             \
+    "ldr lr, [r1, #" wo4 "]\n\t"                                                              \
+    "sxtb16 r12, r10, ror #8\n\t"                                                            \
+    "smlabb r3, r12, lr, r3\n\t"                                                             \
+    "smlatt r5, r12, lr, r5\n\t"                                                             \
+    "sxtb16 r12, r11, ror #8\n\t"                                                            \
+    "smlabb r7, r12, lr, r7\n\t"                                                             \
+    "smlatt r9, r12, lr, r9\n\t"
+/* The nine taps of the windows at block bytes b and b + d. */
+#define MCU_DWD_TAPS2D(b, d)                                                                  \
+    MCU_DWD_TAP2D(b " + 0", d, "16", "20") MCU_DWD_TAP2D(b " + 4", d, "24", "28")             \
+    MCU_DWD_TAP2D(b " + 8", d, "32", "36") MCU_DWD_TAP2D(b " + 64", d, "40", "44")            \
+    MCU_DWD_TAP2D(b " + 68", d, "48", "52") MCU_DWD_TAP2D(b " + 72", d, "56", "60")           \
+    MCU_DWD_TAP2D(b " + 128", d, "64", "68") MCU_DWD_TAP2D(b " + 132", d, "72", "76")         \
+    MCU_DWD_TAP2D(b " + 136", d, "80", "84")
+/* Two pixels (windows at b and b + d) into the next two output pixels (r9's output pointer kept in g->y). */
+#define MCU_DWD_PAIR9(b, d)                                                                   \
+    "ldm r1, {r2-r5}\n\t"                                                                     \
+    "mov r6, r2\n\t"                                                                          \
+    "mov r7, r3\n\t"                                                                          \
+    "mov r8, r4\n\t"                                                                          \
+    "mov r9, r5\n\t"                                                                          \
+    MCU_DWD_TAPS2D(b, d)                                                                      \
+    MCU_DWD_CHANNELS(MCU_DWD_RQ2_RELU)                                                        \
+    "ldr r10, [r1, #148]\n\t"                                                                 \
+    "ldr r11, [r1, #144]\n\t"                                                                 \
+    "strb r2, [r10]\n\t"                                                                      \
+    "strb r3, [r10, #1]\n\t"                                                                  \
+    "strb r4, [r10, #2]\n\t"                                                                  \
+    "strb r5, [r10, #3]\n\t"                                                                  \
+    "add r10, r10, r11\n\t"                                                                   \
+    "strb r6, [r10]\n\t"                                                                      \
+    "strb r7, [r10, #1]\n\t"                                                                  \
+    "strb r8, [r10, #2]\n\t"                                                                  \
+    "strb r9, [r10, #3]\n\t"                                                                  \
+    "add r10, r10, r11\n\t"                                                                   \
+    "str r10, [r1, #148]\n\t"
+/* The last pixel's taps (window at block byte 272) for MCU_DWD_TAP's accumulators r2-r5. */
+#define MCU_DWD_TAPS9(TAP)                                                                    \
+    TAP("272", "16", "20") TAP("276", "24", "28") TAP("280", "32", "36") TAP("336", "40", "44")   \
+    TAP("340", "48", "52") TAP("344", "56", "60") TAP("400", "64", "68") TAP("404", "72", "76")   \
+    TAP("408", "80", "84")
+
+/* Every output pixel of a 3 x 3 output's group (g->y its first pixel's channel c; consumed). */
+static __attribute__((noinline, unused)) void mcu_dwd_run9(const uint32_t *block, mcu_dwd_group *g)
+{
+    register const uint32_t *r0 __asm__("r0") = block;
+    register mcu_dwd_group *r1 __asm__("r1") = g;
+    __asm__ volatile(MCU_DWD_PAIR9("0", "8") MCU_DWD_PAIR9("16", "112") MCU_DWD_PAIR9("136", "8")
+                         MCU_DWD_PAIR9("256", "8")
+                     "ldm r1, {r2-r5}\n\t"
+                     MCU_DWD_TAPS9(MCU_DWD_TAP)
+                     "ldr r9, [r1, #148]\n\t"
+                     MCU_DWD_CHANNELS(MCU_DWD_RQ_RELU)
+                     :
+                     : "r"(r0), "r"(r1)
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+}
+#define MCU_DWD_RUN9 1
+#endif
+
 /* Every output pixel of a group at stride 2 with rows of an even count (g->ow the pairs a row, g->y the
  * output, g->rows the rows; the fields are consumed). */
 static __attribute__((noinline, unused)) void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g)
@@ -434,6 +508,13 @@ static __attribute__((noinline, unused)) void mcu_dwd_layer(int32_t h, int32_t w
                          r1 - r0, (int32_t)row);
         }
         int8_t *yc = (staged ? (int8_t *)stage : y) + c;
+#if defined(MCU_DWD_RUN9)
+        if (out_h == 3 && out_w == 3) {
+            g.y = yc;
+            mcu_dwd_run9(block, &g);
+            continue;
+        }
+#endif
         if (pairs) {
             g.y = yc;
             g.rows = out_h;
