@@ -201,80 +201,11 @@ static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t
     "bne 1b\n\t"
 _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are for a pitch of 64 bytes");
 
-/* Two output pixels of a row a step at stride 2 (the second window 8 bytes on): each tap's weight pairs
+/* Two output pixels a step at stride 2 (the second window d bytes on, 8 along a row): each tap's weight pairs
  * loaded once for both, each channel's requantization constants once for both: about 120 cycles a pixel
  * against 139 for one a step. r0 the first window, r1 the constants, r2-r5 and r6-r9 the two pixels'
  * accumulators, r10/r11 their input words, r12 the widened lanes, lr the weight pair; the output pointer
  * and the counts live in the constants (y, left, rows). */
-#define MCU_DWD_TAP2(o, wo, wo4)                                                              \
-    "ldr r10, [r0, #" o "]\n\t"                                                               \
-    "ldr r11, [r0, #(" o " + 8)]\n\t"                                                         \
-    "ldr lr, [r1, #" wo "]\n\t"                                                               \
-    "sxtb16 r12, r10\n\t"                                                                    \
-    "smlabb r2, r12, lr, r2\n\t"                                                             \
-    "smlatt r4, r12, lr, r4\n\t"                                                             \
-    "sxtb16 r12, r11\n\t"                                                                    \
-    "smlabb r6, r12, lr, r6\n\t"                                                             \
-    "smlatt r8, r12, lr, r8\n\t"                                                             \
-    "ldr lr, [r1, #" wo4 "]\n\t"                                                              \
-    "sxtb16 r12, r10, ror #8\n\t"                                                            \
-    "smlabb r3, r12, lr, r3\n\t"                                                             \
-    "smlatt r5, r12, lr, r5\n\t"                                                             \
-    "sxtb16 r12, r11, ror #8\n\t"                                                            \
-    "smlabb r7, r12, lr, r7\n\t"                                                             \
-    "smlatt r9, r12, lr, r9\n\t"
-/* Channel k's requantization of both pixels' accumulators a and b (MCU_DWPL_RELU: the multiplier in r10,
- * C in r11, R in lr; the bytes are stored after all four). */
-#define MCU_DWD_RQ2_RELU(a, b, mo, co, ro, k)                                                    \
-    "ldr r10, [r1, #" mo "]\n\t"                                                              \
-    "ldr r11, [r1, #" co "]\n\t"                                                              \
-    "ldr lr, [r1, #" ro "]\n\t"                                                               \
-    "smmlar " a ", " a ", r10, r11\n\t"                                                      \
-    "asr " a ", " a ", lr\n\t"                                                               \
-    "ssat " a ", #8, " a "\n\t"                                                              \
-    "smmlar " b ", " b ", r10, r11\n\t"                                                      \
-    "asr " b ", " b ", lr\n\t"                                                               \
-    "ssat " b ", #8, " b "\n\t"
-#define MCU_DWD_LOOP2(RQ2)                                                                    \
-    "1:\n\t"                                                                                  \
-    "ldm r1, {r2-r5}\n\t"                                                                     \
-    "mov r6, r2\n\t"                                                                          \
-    "mov r7, r3\n\t"                                                                          \
-    "mov r8, r4\n\t"                                                                          \
-    "mov r9, r5\n\t"                                                                          \
-    MCU_DWD_TAPS(MCU_DWD_TAP2)                                                                \
-    MCU_DWD_CHANNELS(RQ2)                                                                     \
-    "ldr r10, [r1, #148]\n\t"                                                                 \
-    "ldr r11, [r1, #144]\n\t"                                                                 \
-    "add r0, r0, #16\n\t"                                                                     \
-    "strb r2, [r10]\n\t"                                                                      \
-    "strb r3, [r10, #1]\n\t"                                                                  \
-    "strb r4, [r10, #2]\n\t"                                                                  \
-    "strb r5, [r10, #3]\n\t"                                                                  \
-    "add r10, r10, r11\n\t"                                                                   \
-    "strb r6, [r10]\n\t"                                                                      \
-    "strb r7, [r10, #1]\n\t"                                                                  \
-    "strb r8, [r10, #2]\n\t"                                                                  \
-    "strb r9, [r10, #3]\n\t"                                                                  \
-    "add r10, r10, r11\n\t"                                                                   \
-    "ldr r11, [r1, #152]\n\t"                                                                 \
-    "str r10, [r1, #148]\n\t"                                                                 \
-    "subs r11, r11, #1\n\t"                                                                   \
-    "str r11, [r1, #152]\n\t"                                                                 \
-    "bne 1b\n\t"                                                                              \
-    "ldr r10, [r1, #140]\n\t"                                                                 \
-    "ldr r11, [r1, #136]\n\t"                                                                 \
-    "ldr r12, [r1, #156]\n\t"                                                                 \
-    "add r0, r0, r10\n\t"                                                                     \
-    "str r11, [r1, #152]\n\t"                                                                 \
-    "subs r12, r12, #1\n\t"                                                                   \
-    "str r12, [r1, #156]\n\t"                                                                 \
-    "bne 1b\n\t"
-
-#if defined(__ARM_ARCH_8M_MAIN__)
-/* A 3 x 3 output's group in one straight block (the 6 x 6 x 128 -> 3 x 3 layer, Cortex-M33): its nine windows
- * at immediate block offsets (pixel (r, c) at 128 r + 8 c bytes), so that pairs may span rows: four pairs and
- * one pixel, no row ends or counts, where rows of three took nine pixels one a step. */
 #define MCU_DWD_TAP2D(o, d, wo, wo4)                                                          \
     "ldr r10, [r0, #(" o ")]\n\t"                                                             \
     "ldr r11, [r0, #(" o " + " d ")]\n\t"                                                     \
@@ -292,24 +223,28 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are
     "sxtb16 r12, r11, ror #8\n\t"                                                            \
     "smlabb r7, r12, lr, r7\n\t"                                                             \
     "smlatt r9, r12, lr, r9\n\t"
-/* The nine taps of the windows at block bytes b and b + d. */
-#define MCU_DWD_TAPS2D(b, d)                                                                  \
-    MCU_DWD_TAP2D(b " + 0", d, "16", "20") MCU_DWD_TAP2D(b " + 4", d, "24", "28")             \
-    MCU_DWD_TAP2D(b " + 8", d, "32", "36") MCU_DWD_TAP2D(b " + 64", d, "40", "44")            \
-    MCU_DWD_TAP2D(b " + 68", d, "48", "52") MCU_DWD_TAP2D(b " + 72", d, "56", "60")           \
-    MCU_DWD_TAP2D(b " + 128", d, "64", "68") MCU_DWD_TAP2D(b " + 132", d, "72", "76")         \
-    MCU_DWD_TAP2D(b " + 136", d, "80", "84")
-/* Two pixels (windows at b and b + d) into the next two output pixels (r9's output pointer kept in g->y). */
-#define MCU_DWD_PAIR9(b, d)                                                                   \
+#define MCU_DWD_TAP2(o, wo, wo4) MCU_DWD_TAP2D(o, "8", wo, wo4)
+/* Channel k's requantization of both pixels' accumulators a and b (MCU_DWPL_RELU: the multiplier in r10,
+ * C in r11, R in lr; the bytes are stored after all four). */
+#define MCU_DWD_RQ2_RELU(a, b, mo, co, ro, k)                                                    \
+    "ldr r10, [r1, #" mo "]\n\t"                                                              \
+    "ldr r11, [r1, #" co "]\n\t"                                                              \
+    "ldr lr, [r1, #" ro "]\n\t"                                                               \
+    "smmlar " a ", " a ", r10, r11\n\t"                                                      \
+    "asr " a ", " a ", lr\n\t"                                                               \
+    "ssat " a ", #8, " a "\n\t"                                                              \
+    "smmlar " b ", " b ", r10, r11\n\t"                                                      \
+    "asr " b ", " b ", lr\n\t"                                                               \
+    "ssat " b ", #8, " b "\n\t"
+/* A pair's accumulators from the biases (both pixels), and its eight bytes stored at r10 (g->y), left at the pixel
+ * after them (r11 the pixel step; the pair loop and the 3 x 3 block). */
+#define MCU_DWD_PAIR_START                                                                    \
     "ldm r1, {r2-r5}\n\t"                                                                     \
     "mov r6, r2\n\t"                                                                          \
     "mov r7, r3\n\t"                                                                          \
     "mov r8, r4\n\t"                                                                          \
-    "mov r9, r5\n\t"                                                                          \
-    MCU_DWD_TAPS2D(b, d)                                                                      \
-    MCU_DWD_CHANNELS(MCU_DWD_RQ2_RELU)                                                        \
-    "ldr r10, [r1, #148]\n\t"                                                                 \
-    "ldr r11, [r1, #144]\n\t"                                                                 \
+    "mov r9, r5\n\t"
+#define MCU_DWD_PAIR_STORE                                                                    \
     "strb r2, [r10]\n\t"                                                                      \
     "strb r3, [r10, #1]\n\t"                                                                  \
     "strb r4, [r10, #2]\n\t"                                                                  \
@@ -319,7 +254,50 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are
     "strb r7, [r10, #1]\n\t"                                                                  \
     "strb r8, [r10, #2]\n\t"                                                                  \
     "strb r9, [r10, #3]\n\t"                                                                  \
-    "add r10, r10, r11\n\t"                                                                   \
+    "add r10, r10, r11\n\t"
+
+#define MCU_DWD_LOOP2(RQ2)                                                                    \
+    "1:\n\t"                                                                                  \
+    MCU_DWD_PAIR_START                                                                        \
+    MCU_DWD_TAPS(MCU_DWD_TAP2)                                                                \
+    MCU_DWD_CHANNELS(RQ2)                                                                     \
+    "ldr r10, [r1, #148]\n\t"                                                                 \
+    "ldr r11, [r1, #144]\n\t"                                                                 \
+    "add r0, r0, #16\n\t"                                                                     \
+    MCU_DWD_PAIR_STORE                                                                        \
+    "ldr r11, [r1, #152]\n\t"                                                                 \
+    "str r10, [r1, #148]\n\t"                                                                 \
+    "subs r11, r11, #1\n\t"                                                                   \
+    "str r11, [r1, #152]\n\t"                                                                 \
+    "bne 1b\n\t"                                                                              \
+    "ldr r10, [r1, #140]\n\t"                                                                 \
+    "ldr r11, [r1, #136]\n\t"                                                                 \
+    "ldr r12, [r1, #156]\n\t"                                                                 \
+    "add r0, r0, r10\n\t"                                                                     \
+    "str r11, [r1, #152]\n\t"                                                                 \
+    "subs r12, r12, #1\n\t"                                                                   \
+    "str r12, [r1, #156]\n\t"                                                                 \
+    "bne 1b\n\t"
+
+#if defined(__ARM_ARCH_8M_MAIN__)
+/* A 3 x 3 output's group in one straight block (the 6 x 6 x 128 -> 3 x 3 layer, Cortex-M33): its nine windows
+ * at immediate block offsets (pixel (r, c) at 128 r + 8 c bytes), so that pairs may span rows: four pairs and
+ * one pixel, no row ends or counts, where rows of three took nine pixels one a step. The nine taps of the
+ * windows at block bytes b and b + d: */
+#define MCU_DWD_TAPS2D(b, d)                                                                  \
+    MCU_DWD_TAP2D(b " + 0", d, "16", "20") MCU_DWD_TAP2D(b " + 4", d, "24", "28")             \
+    MCU_DWD_TAP2D(b " + 8", d, "32", "36") MCU_DWD_TAP2D(b " + 64", d, "40", "44")            \
+    MCU_DWD_TAP2D(b " + 68", d, "48", "52") MCU_DWD_TAP2D(b " + 72", d, "56", "60")           \
+    MCU_DWD_TAP2D(b " + 128", d, "64", "68") MCU_DWD_TAP2D(b " + 132", d, "72", "76")         \
+    MCU_DWD_TAP2D(b " + 136", d, "80", "84")
+/* Two pixels (windows at b and b + d) into the next two output pixels (the output pointer kept in g->y). */
+#define MCU_DWD_PAIR9(b, d)                                                                   \
+    MCU_DWD_PAIR_START                                                                        \
+    MCU_DWD_TAPS2D(b, d)                                                                      \
+    MCU_DWD_CHANNELS(MCU_DWD_RQ2_RELU)                                                        \
+    "ldr r10, [r1, #148]\n\t"                                                                 \
+    "ldr r11, [r1, #144]\n\t"                                                                 \
+    MCU_DWD_PAIR_STORE                                                                        \
     "str r10, [r1, #148]\n\t"
 /* The last pixel's taps (window at block byte 272) for MCU_DWD_TAP's accumulators r2-r5. */
 #define MCU_DWD_TAPS9(TAP)                                                                    \
