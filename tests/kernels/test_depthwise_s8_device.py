@@ -143,6 +143,10 @@ CASES = [
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
     # a 3 x 3 output in one straight block a group on the M33 (mcu_dwd_run9): the staged case above, and apart
     (12, 5, 7, 3, 3, 2, 1, 0, "apart", "relu", "fast"),
+    # the channel planes of an even image's 6 x 6 and 3 x 3 outputs on the M33 (mcu_dwp_layer): the 12 x 12 x 64 and
+    # 6 x 6 x 128 cases above (staged), 12 x 12 x 96 and 6 x 6 x 192 apart
+    (96, 12, 12, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
+    (192, 6, 6, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
     # scaled stride-2 lines with a channel's constants held in registers (mcu_dwpl_group_s2_held): plane lines of 50
     # int16 at 16 channels (two bands of lines, on the input), of 26 at 32 (apart, and through the row buffer)
     (16, 11, 48, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),

@@ -321,6 +321,233 @@ static __attribute__((noinline, unused)) void mcu_dwd_run9(const uint32_t *block
                      : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 #define MCU_DWD_RUN9 1
+
+/* A stride-2 layer of a 6 x 6 or 3 x 3 output whose input is twice its size with padding one row above and one
+ * column left (a PyTorch 3 x 3, stride 2, padding 1 on an even image) as channel planes (Cortex-M33): where the
+ * block above takes four channels' words and one single MAC a product (nine a pixel), a plane of one channel's
+ * x + input_offset as int16 holds input columns 2c and 2c + 1 in word c, which is output c's SMLAD with kernel
+ * row i's (w_i1 w_i2) and output c + 1's SMLATB with its w_i0: six MAC instructions an output, each plane word
+ * loaded once. The padding is never read: output row 0 leaves its first kernel row out, output column 0 its first
+ * kernel column (the bias is not folded with the input offset, so a left-out tap adds exactly its zero). */
+/* A group's area (words): per channel a header of ten (another channel follows; (w01 w02), (w11 w12), (w21 w22),
+ * (w00 w10), (w20 -) doubled; 2 bias, the multiplier, C and R: MCU_DWP_RUN's LDMDB) and its plane (h rows of ow
+ * words). */
+#define MCU_DWP_HEAD 10
+#define MCU_DWP_WORDS(oh, ow) (4 * (MCU_DWP_HEAD + 2 * (oh) * (ow)))
+/* The forms, each a block of its own (the channel count is its outputs' immediate step): 6 x 6 outputs of 64
+ * channels, 3 x 3 of 128 (mobilenet_v1's convolution_11 and _23), 6 x 6 of 96 and 3 x 3 of 192 (mobilenet_v2's). */
+#define MCU_DWP_6X64 1
+#define MCU_DWP_3X128 2
+#define MCU_DWP_6X96 3
+#define MCU_DWP_3X192 4
+static inline int mcu_dwp_form(int32_t h, int32_t w, int32_t ch, int32_t out_h, int32_t out_w, int32_t pad_top,
+                               int32_t pad_left)
+{
+    if (pad_top != 1 || pad_left != 1 || h != 2 * out_h || w != 2 * out_w || out_h != out_w) {
+        return 0;
+    }
+    if (out_h == 6) {
+        return ch == 64 ? MCU_DWP_6X64 : ch == 96 ? MCU_DWP_6X96 : 0;
+    }
+    return out_h == 3 && ch == 128 ? MCU_DWP_3X128 : out_h == 3 && ch == 192 ? MCU_DWP_3X192 : 0;
+}
+
+/* Kernel line i of output A (its plane word at off: SMLAD with (w_i1 w_i2), A's sum so far RA) and, BX, of the
+ * next output B (the word's high half times w_i0). */
+#define MCU_DWP_X(off, W, A, RA) "ldr lr, [r0, #(" off ")]\n\t" "smlad " A ", lr, " W ", " RA "\n\t"
+#define MCU_DWP_BY(op, B, W, RA) op " " B ", lr, " W ", " RA "\n\t"
+#define MCU_DWP_BN(op, B, W, RA)
+#define MCU_DWP_RQ(A, o)                                                                      \
+    "smmlar " A ", " A ", r8, r9\n\t"                                                         \
+    "asr " A ", " A ", r10\n\t"                                                               \
+    "ssat " A ", #8, " A "\n\t"                                                               \
+    "strb " A ", [r1, #(" o ")]\n\t"
+/* An output from plane lines la, lb, lc (bytes) at word byte w into output byte o; OUT2 for output row 0 (la is
+ * the padding). */
+#define MCU_DWP_OUT3(la, lb, lc, w, A, RA, B, BX, o)                                           \
+    MCU_DWP_X("(" la ")+" w, "r2", A, RA) BX("smlatb", B, "r5", "r7")                         \
+    MCU_DWP_X("(" lb ")+" w, "r3", A, A) BX("smlatt", B, "r5", B)                             \
+    MCU_DWP_X("(" lc ")+" w, "r4", A, A) BX("smlatb", B, "r6", B) MCU_DWP_RQ(A, o)
+#define MCU_DWP_OUT2(la, lb, lc, w, A, RA, B, BX, o)                                           \
+    MCU_DWP_X("(" lb ")+" w, "r3", A, RA) BX("smlatt", B, "r5", "r7")                         \
+    MCU_DWP_X("(" lc ")+" w, "r4", A, A) BX("smlatb", B, "r6", B) MCU_DWP_RQ(A, o)
+/* An output row r of six or three pixels of CH channels (the accumulators r11 and r12 in turn). */
+#define MCU_DWP_ROW6(OUT, la, lb, lc, CH, r)                                                   \
+    OUT(la, lb, lc, "0", "r11", "r7", "r12", MCU_DWP_BY, CH "*(6*" r "+0)")                   \
+    OUT(la, lb, lc, "4", "r12", "r12", "r11", MCU_DWP_BY, CH "*(6*" r "+1)")                  \
+    OUT(la, lb, lc, "8", "r11", "r11", "r12", MCU_DWP_BY, CH "*(6*" r "+2)")                  \
+    OUT(la, lb, lc, "12", "r12", "r12", "r11", MCU_DWP_BY, CH "*(6*" r "+3)")                 \
+    OUT(la, lb, lc, "16", "r11", "r11", "r12", MCU_DWP_BY, CH "*(6*" r "+4)")                 \
+    OUT(la, lb, lc, "20", "r12", "r12", "r11", MCU_DWP_BN, CH "*(6*" r "+5)")
+#define MCU_DWP_ROW3(OUT, la, lb, lc, CH, r)                                                   \
+    OUT(la, lb, lc, "0", "r11", "r7", "r12", MCU_DWP_BY, CH "*(3*" r "+0)")                   \
+    OUT(la, lb, lc, "4", "r12", "r12", "r11", MCU_DWP_BY, CH "*(3*" r "+1)")                  \
+    OUT(la, lb, lc, "8", "r11", "r11", "r12", MCU_DWP_BN, CH "*(3*" r "+2)")
+/* A channel's whole output (plane lines of 24 and 12 bytes). */
+#define MCU_DWP_BLOCK6(CH)                                                                     \
+    MCU_DWP_ROW6(MCU_DWP_OUT2, "0", "0", "24", CH, "0")                                        \
+    MCU_DWP_ROW6(MCU_DWP_OUT3, "24", "48", "72", CH, "1")                                      \
+    MCU_DWP_ROW6(MCU_DWP_OUT3, "72", "96", "120", CH, "2")                                     \
+    MCU_DWP_ROW6(MCU_DWP_OUT3, "120", "144", "168", CH, "3")                                   \
+    MCU_DWP_ROW6(MCU_DWP_OUT3, "168", "192", "216", CH, "4")                                   \
+    MCU_DWP_ROW6(MCU_DWP_OUT3, "216", "240", "264", CH, "5")
+#define MCU_DWP_BLOCK3(CH)                                                                     \
+    MCU_DWP_ROW3(MCU_DWP_OUT2, "0", "0", "12", CH, "0")                                        \
+    MCU_DWP_ROW3(MCU_DWP_OUT3, "12", "24", "36", CH, "1")                                      \
+    MCU_DWP_ROW3(MCU_DWP_OUT3, "36", "48", "60", CH, "2")
+/* The group's four channels: r0 channel 0's plane (its header the ten words before it), r1 its first output; S the
+ * bytes from a channel's plane to the next's. */
+#define MCU_DWP_RUN(BLOCK, S)                                                                  \
+    "0:\n\t"                                                                                  \
+    "ldmdb r0, {r2-r10}\n\t" BLOCK                                                            \
+    "ldr r2, [r0, #-40]\n\t"                                                                  \
+    "add r0, r0, #" S "\n\t"                                                                  \
+    "add r1, r1, #1\n\t"                                                                      \
+    "cmp r2, #0\n\t"                                                                          \
+    "bne 0b\n\t"
+
+/* Input pixels 2j and 2j + 1 of a row (CH bytes apart at r0) into word j of the four planes at r1 (S bytes apart),
+ * plus the input offset (r2, both lanes): PKHBT/PKHTB pair channels (0, 1) and (2, 3) of the two pixels, SXTAB16
+ * widens each channel's two bytes. */
+#define MCU_DWP_FILL2(j, CH, S)                                                                \
+    "ldr r4, [r0, #(2*" j "*" CH ")]\n\t"                                                     \
+    "ldr r5, [r0, #((2*" j "+1)*" CH ")]\n\t"                                                 \
+    "pkhbt r6, r4, r5, lsl #16\n\t"                                                           \
+    "pkhtb r7, r5, r4, asr #16\n\t"                                                           \
+    "sxtab16 r4, r2, r6\n\t"                                                                  \
+    "sxtab16 r5, r2, r6, ror #8\n\t"                                                          \
+    "sxtab16 r6, r2, r7\n\t"                                                                  \
+    "sxtab16 r7, r2, r7, ror #8\n\t"                                                          \
+    "str r4, [r1, #(4*" j ")]\n\t"                                                            \
+    "str r5, [r1, #(" S "+4*" j ")]\n\t"                                                      \
+    "str r6, [r1, #(2*" S "+4*" j ")]\n\t"                                                    \
+    "str r7, [r1, #(3*" S "+4*" j ")]\n\t"
+/* The rows of the group's input (r3 of them, ROW bytes apart) into its planes (lines of L bytes). */
+#define MCU_DWP_FILL(PAIRS, ROW, L)                                                            \
+    "1:\n\t" PAIRS                                                                            \
+    "add r0, r0, #" ROW "\n\t"                                                                \
+    "add r1, r1, #" L "\n\t"                                                                  \
+    "subs r3, r3, #1\n\t"                                                                     \
+    "bne 1b\n\t"
+#define MCU_DWP_FILL6(CH, S)                                                                   \
+    MCU_DWP_FILL2("0", CH, S) MCU_DWP_FILL2("1", CH, S) MCU_DWP_FILL2("2", CH, S)              \
+    MCU_DWP_FILL2("3", CH, S) MCU_DWP_FILL2("4", CH, S) MCU_DWP_FILL2("5", CH, S)
+#define MCU_DWP_FILL3(CH, S) MCU_DWP_FILL2("0", CH, S) MCU_DWP_FILL2("1", CH, S) MCU_DWP_FILL2("2", CH, S)
+_Static_assert(MCU_DWP_WORDS(6, 6) == 328 && MCU_DWP_WORDS(3, 3) == 112,
+               "MCU_DWP_RUN's and MCU_DWP_FILL's channel steps (328 and 112 bytes)");
+
+/* The headers of channels c .. c + 3 (w: their first tap's weights, taps [3][3][ch]) in area (channel k's header at
+ * k sw words; its first word, whether another channel follows, written once a layer): header word i from taps a and
+ * b, each channel's lanes of their doubled words, in straight lines (a group's set-up weighs against few pixels). */
+#define MCU_DWP_HEAD_PAIR(i, a, b)                                                            \
+    do {                                                                                      \
+        const uint32_t va = mcu_load_u32(w + (a) * (size_t)ch), vb = mcu_load_u32(w + (b) * (size_t)ch); \
+        const uint32_t ea = mcu_sxtab16(mcu_sxtb16(va), va), oa = mcu_sxtab16_ror8(mcu_sxtb16_ror8(va), va); \
+        const uint32_t eb = mcu_sxtab16(mcu_sxtb16(vb), vb), ob = mcu_sxtab16_ror8(mcu_sxtb16_ror8(vb), vb); \
+        area[(i)] = mcu_dwpl_lows(ea, eb);                                                    \
+        area[sw + (i)] = mcu_dwpl_lows(oa, ob);                                               \
+        area[2 * sw + (i)] = mcu_dwpl_highs(ea, eb);                                          \
+        area[3 * sw + (i)] = mcu_dwpl_highs(oa, ob);                                          \
+    } while (0)
+#define MCU_DWP_HEAD_RQ(k)                                                                    \
+    do {                                                                                      \
+        area[(k) * sw + 6] = bias != NULL ? 2u * (uint32_t)bias[(k)] : 0u;                     \
+        area[(k) * sw + 7] = (uint32_t)multiplier[(k)];                                       \
+        area[(k) * sw + 8] = k2 << (~(uint32_t)shift[(k)] & 31u);                             \
+        area[(k) * sw + 9] = (uint32_t)-shift[(k)];                                           \
+    } while (0)
+static inline __attribute__((always_inline)) void mcu_dwp_heads(uint32_t *area, int32_t sw, const int8_t *w,
+                                                                int32_t ch, const int32_t *multiplier,
+                                                                const int32_t *shift, const int32_t *bias,
+                                                                uint32_t k2)
+{
+    MCU_DWP_HEAD_PAIR(1, 1, 2);
+    MCU_DWP_HEAD_PAIR(2, 4, 5);
+    MCU_DWP_HEAD_PAIR(3, 7, 8);
+    MCU_DWP_HEAD_PAIR(4, 0, 3);
+    const uint32_t v = mcu_load_u32(w + 6 * (size_t)ch);
+    const uint32_t e = mcu_sxtab16(mcu_sxtb16(v), v), o = mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v);
+    area[5] = e;
+    area[sw + 5] = o;
+    area[2 * sw + 5] = e >> 16;
+    area[3 * sw + 5] = o >> 16;
+    MCU_DWP_HEAD_RQ(0);
+    MCU_DWP_HEAD_RQ(1);
+    MCU_DWP_HEAD_RQ(2);
+    MCU_DWP_HEAD_RQ(3);
+}
+#undef MCU_DWP_HEAD_PAIR
+#undef MCU_DWP_HEAD_RQ
+
+/* The group's fill and its channels' blocks: 6 x 6 or 3 x 3 outputs of CH channels (strings: the channels, the input
+ * row's bytes). */
+#define MCU_DWP_GROUP(FILLN, BLOCKN, CH, ROW, S, L, ROWS)                                     \
+    do {                                                                                      \
+        register const int8_t *r0 __asm__("r0") = x + c;                                      \
+        register uint32_t *r1 __asm__("r1") = area + MCU_DWP_HEAD;                            \
+        register uint32_t r2 __asm__("r2") = off;                                             \
+        register int32_t r3 __asm__("r3") = (ROWS);                                           \
+        __asm__ volatile(MCU_DWP_FILL(FILLN(CH, S), ROW, L)                                   \
+                         : "+r"(r0), "+r"(r1), "+r"(r3)                                       \
+                         : "r"(r2)                                                            \
+                         : "r4", "r5", "r6", "r7", "cc", "memory");                           \
+        register const uint32_t *p0 __asm__("r0") = area + MCU_DWP_HEAD;                      \
+        register int8_t *p1 __asm__("r1") = y + c;                                            \
+        __asm__ volatile(MCU_DWP_RUN(BLOCKN(CH), S)                                           \
+                         : "+r"(p0), "+r"(p1)                                                 \
+                         :                                                                    \
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", \
+                           "memory");                                                         \
+    } while (0)
+
+/* Every group of a layer of the form `form`, a constant: the channel count and the headers' offsets immediates. */
+static inline __attribute__((always_inline)) void mcu_dwp_groups(int form, int32_t input_offset, int32_t output_offset,
+                                                                 const mcu_per_channel_quant *q, const int8_t *x,
+                                                                 const int8_t *weight, const int32_t *bias, int8_t *y,
+                                                                 uint32_t *area)
+{
+    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u;
+    const uint32_t off = 0x00010001u * (uint16_t)input_offset;
+    const int six = form == MCU_DWP_6X64 || form == MCU_DWP_6X96;
+    const int32_t ch = form == MCU_DWP_6X64 ? 64 : form == MCU_DWP_6X96 ? 96 : form == MCU_DWP_3X128 ? 128 : 192;
+    const int32_t sw = six ? MCU_DWP_WORDS(6, 6) / 4 : MCU_DWP_WORDS(3, 3) / 4;
+    area[0] = 1;
+    area[sw] = 1;
+    area[2 * sw] = 1;
+    area[3 * sw] = 0;
+    for (int32_t c = 0; c < ch; c += 4) {
+        mcu_dwp_heads(area, sw, weight + c, ch, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL, k2);
+        if (form == MCU_DWP_6X64) {
+            MCU_DWP_GROUP(MCU_DWP_FILL6, MCU_DWP_BLOCK6, "64", "768", "328", "24", 12);
+        } else if (form == MCU_DWP_6X96) {
+            MCU_DWP_GROUP(MCU_DWP_FILL6, MCU_DWP_BLOCK6, "96", "1152", "328", "24", 12);
+        } else if (form == MCU_DWP_3X128) {
+            MCU_DWP_GROUP(MCU_DWP_FILL3, MCU_DWP_BLOCK3, "128", "768", "112", "12", 6);
+        } else {
+            MCU_DWP_GROUP(MCU_DWP_FILL3, MCU_DWP_BLOCK3, "192", "1152", "112", "12", 6);
+        }
+    }
+}
+#undef MCU_DWP_GROUP
+
+/* The layer (mcu_dwp_form's `form`, mcu_dwd_applies held) into y (the stage when it overlaps x); area the group's
+ * MCU_DWP_WORDS. */
+static __attribute__((noinline, unused)) void mcu_dwp_layer(int form, int32_t input_offset, int32_t output_offset,
+                                                            const mcu_per_channel_quant *q, const int8_t *x,
+                                                            const int8_t *weight, const int32_t *bias, int8_t *y,
+                                                            uint32_t *area)
+{
+    if (form == MCU_DWP_6X64) {
+        mcu_dwp_groups(MCU_DWP_6X64, input_offset, output_offset, q, x, weight, bias, y, area);
+    } else if (form == MCU_DWP_6X96) {
+        mcu_dwp_groups(MCU_DWP_6X96, input_offset, output_offset, q, x, weight, bias, y, area);
+    } else if (form == MCU_DWP_3X128) {
+        mcu_dwp_groups(MCU_DWP_3X128, input_offset, output_offset, q, x, weight, bias, y, area);
+    } else {
+        mcu_dwp_groups(MCU_DWP_3X192, input_offset, output_offset, q, x, weight, bias, y, area);
+    }
+}
+#define MCU_DWP_PLANES 1
 #endif
 
 /* Every output pixel of a group at stride 2 with rows of an even count (g->ow the pairs a row, g->y the
@@ -449,6 +676,14 @@ static inline void mcu_dwd_copy(uint32_t *dst, const int8_t *src, int32_t ch, in
 #endif
 }
 
+#if defined(MCU_DWP_PLANES)
+/* the padded block's words, or a plane group's area */
+#define MCU_DWD_BLOCK_WORDS MCU_DWP_WORDS(6, 6)
+_Static_assert(MCU_DWP_WORDS(6, 6) >= MCU_DWD_PITCH * MCU_DWD_PITCH, "the block within the planes' area");
+#else
+#define MCU_DWD_BLOCK_WORDS (MCU_DWD_PITCH * MCU_DWD_PITCH)
+#endif
+
 /* The whole layer (mcu_dwd_applies held, batch 1): x (h x w x ch) into y (out_h x out_w x ch), apart from
  * it, or (`staged`) overlapping it: then every output goes to the stack first and to y after the last
  * read. */
@@ -460,45 +695,54 @@ static __attribute__((noinline, unused)) void mcu_dwd_layer(int32_t h, int32_t w
                                                             int staged)
 {
     const int32_t bh = 2 * out_h + 1, bw = 2 * out_w + 1; /* the block's rows, columns */
-    uint32_t block[MCU_DWD_PITCH * MCU_DWD_PITCH];
+    uint32_t block[MCU_DWD_BLOCK_WORDS];
     uint32_t stage[MCU_DWD_STAGE_BYTES / 4];
-    const uint32_t pad = 0x01010101u * (uint8_t)(-input_offset); /* x + input_offset = 0: mcu_input_offset_valid */
-    for (int32_t i = 0; i < bh * MCU_DWD_PITCH; ++i) {
-        block[i] = pad;
-    }
-    /* the block's part inside the input: rows [r0, r1), columns [c0, c1) */
-    const int32_t r0 = pad_top, r1 = pad_top + h < bh ? pad_top + h : bh;
-    const int32_t c0 = pad_left, c1 = pad_left + w < bw ? pad_left + w : bw;
-    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u; /* C = k2 2^(R-1) (mcu_dwpl_quant_ok) */
-    mcu_dwd_group g;
-    /* rows of whole pairs take the pair loop (g.ow then counts pairs) */
-    const int pairs = out_w % 2 == 0;
-    g.ow = pairs ? out_w / 2 : out_w;
-    g.row_step = 4 * (2 * MCU_DWD_PITCH - 2 * out_w);
-    g.y_step = ch;
-    const size_t row = (size_t)w * (size_t)ch;
-    for (int32_t c = 0; c < ch; c += 4) {
-        mcu_dwd_group_init(&g, weight + c, ch, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
-                           input_offset, k2);
-        if (c1 > c0 && r1 > r0) {
-            mcu_dwd_copy(block + r0 * MCU_DWD_PITCH + c0,
-                         x + (size_t)(r0 - pad_top) * row + (size_t)(c0 - pad_left) * (size_t)ch + c, ch, c1 - c0,
-                         r1 - r0, (int32_t)row);
-        }
-        int8_t *yc = (staged ? (int8_t *)stage : y) + c;
-#if defined(MCU_DWD_RUN9)
-        if (out_h == 3 && out_w == 3) {
-            g.y = yc;
-            mcu_dwd_run9(block, &g);
-            continue;
-        }
+#if defined(MCU_DWP_PLANES)
+    const int form = mcu_dwp_form(h, w, ch, out_h, out_w, pad_top, pad_left);
+    if (form != 0) {
+        mcu_dwp_layer(form, input_offset, output_offset, q, x, weight, bias, staged ? (int8_t *)stage : y, block);
+    } else
 #endif
-        if (pairs) {
-            g.y = yc;
-            g.rows = out_h;
-            mcu_dwd_run2(block, &g);
-        } else {
-            mcu_dwd_run(block, &g, yc, out_h);
+    {
+        /* x + input_offset = 0: mcu_input_offset_valid */
+        const uint32_t pad = 0x01010101u * (uint8_t)(-input_offset);
+        for (int32_t i = 0; i < bh * MCU_DWD_PITCH; ++i) {
+            block[i] = pad;
+        }
+        /* the block's part inside the input: rows [r0, r1), columns [c0, c1) */
+        const int32_t r0 = pad_top, r1 = pad_top + h < bh ? pad_top + h : bh;
+        const int32_t c0 = pad_left, c1 = pad_left + w < bw ? pad_left + w : bw;
+        const uint32_t k2 = 2u * (uint32_t)output_offset + 1u; /* C = k2 2^(R-1) (mcu_dwpl_quant_ok) */
+        mcu_dwd_group g;
+        /* rows of whole pairs take the pair loop (g.ow then counts pairs) */
+        const int pairs = out_w % 2 == 0;
+        g.ow = pairs ? out_w / 2 : out_w;
+        g.row_step = 4 * (2 * MCU_DWD_PITCH - 2 * out_w);
+        g.y_step = ch;
+        const size_t row = (size_t)w * (size_t)ch;
+        for (int32_t c = 0; c < ch; c += 4) {
+            mcu_dwd_group_init(&g, weight + c, ch, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
+                               input_offset, k2);
+            if (c1 > c0 && r1 > r0) {
+                mcu_dwd_copy(block + r0 * MCU_DWD_PITCH + c0,
+                             x + (size_t)(r0 - pad_top) * row + (size_t)(c0 - pad_left) * (size_t)ch + c, ch, c1 - c0,
+                             r1 - r0, (int32_t)row);
+            }
+            int8_t *yc = (staged ? (int8_t *)stage : y) + c;
+#if defined(MCU_DWD_RUN9)
+            if (out_h == 3 && out_w == 3) {
+                g.y = yc;
+                mcu_dwd_run9(block, &g);
+                continue;
+            }
+#endif
+            if (pairs) {
+                g.y = yc;
+                g.rows = out_h;
+                mcu_dwd_run2(block, &g);
+            } else {
+                mcu_dwd_run(block, &g, yc, out_h);
+            }
         }
     }
     if (staged) { /* word copies; the empty asm keeps GCC from calling memcpy (no libc in the kernels) */
