@@ -329,10 +329,11 @@ static __attribute__((noinline, unused)) void mcu_dwd_run9(const uint32_t *block
  * row i's (w_i1 w_i2) and output c + 1's SMLATB with its w_i0: six MAC instructions an output, each plane word
  * loaded once. The padding is never read: output row 0 leaves its first kernel row out, output column 0 its first
  * kernel column (the bias is not folded with the input offset, so a left-out tap adds exactly its zero). */
-/* A group's area (words): per channel a header of ten (another channel follows; (w01 w02), (w11 w12), (w21 w22),
- * (w00 w10), (w20 -) doubled; 2 bias, the multiplier, C and R: MCU_DWP_RUN's LDMDB) and its plane (h rows of ow
- * words). */
-#define MCU_DWP_HEAD 10
+/* A group's area (words): per channel a header of nine (another channel follows; (w01 w02), (w11 w12), (w21 w22),
+ * (w00 w10) doubled, R and 2 w20 (the ASR reads the low byte alone), 2 bias, the multiplier and C: MCU_DWP_RUN's
+ * LDMDB) and its plane (h rows of ow words). R beside w20 leaves r10 free for a second plane word, loaded in one
+ * chain with the first (a cycle an output). */
+#define MCU_DWP_HEAD 9
 #define MCU_DWP_WORDS(oh, ow) (4 * (MCU_DWP_HEAD + 2 * (oh) * (ow)))
 /* The forms, each a block of its own (the channel count is its outputs' immediate step): 6 x 6 outputs of 64
  * channels, 3 x 3 of 128 (mobilenet_v1's convolution_11 and _23), 6 x 6 of 96 and 3 x 3 of 192 (mobilenet_v2's). */
@@ -352,25 +353,29 @@ static inline int mcu_dwp_form(int32_t h, int32_t w, int32_t ch, int32_t out_h, 
     return out_h == 3 && ch == 128 ? MCU_DWP_3X128 : out_h == 3 && ch == 192 ? MCU_DWP_3X192 : 0;
 }
 
-/* Kernel line i of output A (its plane word at off: SMLAD with (w_i1 w_i2), A's sum so far RA) and, BX, of the
- * next output B (the word's high half times w_i0). */
-#define MCU_DWP_X(off, W, A, RA) "ldr lr, [r0, #(" off ")]\n\t" "smlad " A ", lr, " W ", " RA "\n\t"
-#define MCU_DWP_BY(op, B, W, RA) op " " B ", lr, " W ", " RA "\n\t"
-#define MCU_DWP_BN(op, B, W, RA)
+/* Kernel line i of output A (plane word X: SMLAD with (w_i1 w_i2), A's sum so far RA) and, BX, of the next output B
+ * (the word's high half times w_i0). */
+#define MCU_DWP_LD(X, off) "ldr " X ", [r0, #(" off ")]\n\t"
+#define MCU_DWP_X(X, W, A, RA) "smlad " A ", " X ", " W ", " RA "\n\t"
+#define MCU_DWP_BY(op, X, B, W, RA) op " " B ", " X ", " W ", " RA "\n\t"
+#define MCU_DWP_BN(op, X, B, W, RA)
 #define MCU_DWP_RQ(A, o)                                                                      \
     "smmlar " A ", " A ", r8, r9\n\t"                                                         \
-    "asr " A ", " A ", r10\n\t"                                                               \
+    "asr " A ", " A ", r6\n\t"                                                                \
     "ssat " A ", #8, " A "\n\t"                                                               \
     "strb " A ", [r1, #(" o ")]\n\t"
 /* An output from plane lines la, lb, lc (bytes) at word byte w into output byte o; OUT2 for output row 0 (la is
  * the padding). */
 #define MCU_DWP_OUT3(la, lb, lc, w, A, RA, B, BX, o)                                           \
-    MCU_DWP_X("(" la ")+" w, "r2", A, RA) BX("smlatb", B, "r5", "r7")                         \
-    MCU_DWP_X("(" lb ")+" w, "r3", A, A) BX("smlatt", B, "r5", B)                             \
-    MCU_DWP_X("(" lc ")+" w, "r4", A, A) BX("smlatb", B, "r6", B) MCU_DWP_RQ(A, o)
+    MCU_DWP_LD("lr", "(" la ")+" w) MCU_DWP_LD("r10", "(" lb ")+" w)                           \
+    MCU_DWP_X("lr", "r2", A, RA) BX("smlatb", "lr", B, "r5", "r7")                            \
+    MCU_DWP_X("r10", "r3", A, A) BX("smlatt", "r10", B, "r5", B)                              \
+    MCU_DWP_LD("lr", "(" lc ")+" w)                                                            \
+    MCU_DWP_X("lr", "r4", A, A) BX("smlatt", "lr", B, "r6", B) MCU_DWP_RQ(A, o)
 #define MCU_DWP_OUT2(la, lb, lc, w, A, RA, B, BX, o)                                           \
-    MCU_DWP_X("(" lb ")+" w, "r3", A, RA) BX("smlatt", B, "r5", "r7")                         \
-    MCU_DWP_X("(" lc ")+" w, "r4", A, A) BX("smlatb", B, "r6", B) MCU_DWP_RQ(A, o)
+    MCU_DWP_LD("lr", "(" lb ")+" w) MCU_DWP_LD("r10", "(" lc ")+" w)                           \
+    MCU_DWP_X("lr", "r3", A, RA) BX("smlatt", "lr", B, "r5", "r7")                            \
+    MCU_DWP_X("r10", "r4", A, A) BX("smlatt", "r10", B, "r6", B) MCU_DWP_RQ(A, o)
 /* An output row r of six or three pixels of CH channels (the accumulators r11 and r12 in turn). */
 #define MCU_DWP_ROW6(OUT, la, lb, lc, CH, r)                                                   \
     OUT(la, lb, lc, "0", "r11", "r7", "r12", MCU_DWP_BY, CH "*(6*" r "+0)")                   \
@@ -399,8 +404,8 @@ static inline int mcu_dwp_form(int32_t h, int32_t w, int32_t ch, int32_t out_h, 
  * bytes from a channel's plane to the next's. */
 #define MCU_DWP_RUN(BLOCK, S)                                                                  \
     "0:\n\t"                                                                                  \
-    "ldmdb r0, {r2-r10}\n\t" BLOCK                                                            \
-    "ldr r2, [r0, #-40]\n\t"                                                                  \
+    "ldmdb r0, {r2-r9}\n\t" BLOCK                                                             \
+    "ldr r2, [r0, #-36]\n\t"                                                                  \
     "add r0, r0, #" S "\n\t"                                                                  \
     "add r1, r1, #1\n\t"                                                                      \
     "cmp r2, #0\n\t"                                                                          \
@@ -433,8 +438,8 @@ static inline int mcu_dwp_form(int32_t h, int32_t w, int32_t ch, int32_t out_h, 
     MCU_DWP_FILL2("0", CH, S) MCU_DWP_FILL2("1", CH, S) MCU_DWP_FILL2("2", CH, S)              \
     MCU_DWP_FILL2("3", CH, S) MCU_DWP_FILL2("4", CH, S) MCU_DWP_FILL2("5", CH, S)
 #define MCU_DWP_FILL3(CH, S) MCU_DWP_FILL2("0", CH, S) MCU_DWP_FILL2("1", CH, S) MCU_DWP_FILL2("2", CH, S)
-_Static_assert(MCU_DWP_WORDS(6, 6) == 328 && MCU_DWP_WORDS(3, 3) == 112,
-               "MCU_DWP_RUN's and MCU_DWP_FILL's channel steps (328 and 112 bytes)");
+_Static_assert(MCU_DWP_WORDS(6, 6) == 324 && MCU_DWP_WORDS(3, 3) == 108,
+               "MCU_DWP_RUN's and MCU_DWP_FILL's channel steps (324 and 108 bytes)");
 
 /* The headers of channels c .. c + 3 (w: their first tap's weights, taps [3][3][ch]) in area (channel k's header at
  * k sw words; its first word, whether another channel follows, written once a layer): header word i from taps a and
@@ -449,12 +454,12 @@ _Static_assert(MCU_DWP_WORDS(6, 6) == 328 && MCU_DWP_WORDS(3, 3) == 112,
         area[2 * sw + (i)] = mcu_dwpl_highs(ea, eb);                                          \
         area[3 * sw + (i)] = mcu_dwpl_highs(oa, ob);                                          \
     } while (0)
-#define MCU_DWP_HEAD_RQ(k)                                                                    \
+#define MCU_DWP_HEAD_RQ(k, w20)                                                               \
     do {                                                                                      \
+        area[(k) * sw + 5] = (uint32_t)-shift[(k)] | (w20);                                   \
         area[(k) * sw + 6] = bias != NULL ? 2u * (uint32_t)bias[(k)] : 0u;                     \
         area[(k) * sw + 7] = (uint32_t)multiplier[(k)];                                       \
         area[(k) * sw + 8] = k2 << (~(uint32_t)shift[(k)] & 31u);                             \
-        area[(k) * sw + 9] = (uint32_t)-shift[(k)];                                           \
     } while (0)
 static inline __attribute__((always_inline)) void mcu_dwp_heads(uint32_t *area, int32_t sw, const int8_t *w,
                                                                 int32_t ch, const int32_t *multiplier,
@@ -467,14 +472,10 @@ static inline __attribute__((always_inline)) void mcu_dwp_heads(uint32_t *area, 
     MCU_DWP_HEAD_PAIR(4, 0, 3);
     const uint32_t v = mcu_load_u32(w + 6 * (size_t)ch);
     const uint32_t e = mcu_sxtab16(mcu_sxtb16(v), v), o = mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v);
-    area[5] = e;
-    area[sw + 5] = o;
-    area[2 * sw + 5] = e >> 16;
-    area[3 * sw + 5] = o >> 16;
-    MCU_DWP_HEAD_RQ(0);
-    MCU_DWP_HEAD_RQ(1);
-    MCU_DWP_HEAD_RQ(2);
-    MCU_DWP_HEAD_RQ(3);
+    MCU_DWP_HEAD_RQ(0, e << 16);
+    MCU_DWP_HEAD_RQ(1, o << 16);
+    MCU_DWP_HEAD_RQ(2, e & 0xFFFF0000u);
+    MCU_DWP_HEAD_RQ(3, o & 0xFFFF0000u);
 }
 #undef MCU_DWP_HEAD_PAIR
 #undef MCU_DWP_HEAD_RQ
@@ -518,13 +519,13 @@ static inline __attribute__((always_inline)) void mcu_dwp_groups(int form, int32
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwp_heads(area, sw, weight + c, ch, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL, k2);
         if (form == MCU_DWP_6X64) {
-            MCU_DWP_GROUP(MCU_DWP_FILL6, MCU_DWP_BLOCK6, "64", "768", "328", "24", 12);
+            MCU_DWP_GROUP(MCU_DWP_FILL6, MCU_DWP_BLOCK6, "64", "768", "324", "24", 12);
         } else if (form == MCU_DWP_6X96) {
-            MCU_DWP_GROUP(MCU_DWP_FILL6, MCU_DWP_BLOCK6, "96", "1152", "328", "24", 12);
+            MCU_DWP_GROUP(MCU_DWP_FILL6, MCU_DWP_BLOCK6, "96", "1152", "324", "24", 12);
         } else if (form == MCU_DWP_3X128) {
-            MCU_DWP_GROUP(MCU_DWP_FILL3, MCU_DWP_BLOCK3, "128", "768", "112", "12", 6);
+            MCU_DWP_GROUP(MCU_DWP_FILL3, MCU_DWP_BLOCK3, "128", "768", "108", "12", 6);
         } else {
-            MCU_DWP_GROUP(MCU_DWP_FILL3, MCU_DWP_BLOCK3, "192", "1152", "112", "12", 6);
+            MCU_DWP_GROUP(MCU_DWP_FILL3, MCU_DWP_BLOCK3, "192", "1152", "108", "12", 6);
         }
     }
 }
