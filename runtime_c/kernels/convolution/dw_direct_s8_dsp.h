@@ -427,6 +427,32 @@ static inline int mcu_dwp_form(int32_t h, int32_t w, int32_t ch, int32_t out_h, 
     "str r5, [r1, #(" S "+4*" j ")]\n\t"                                                      \
     "str r6, [r1, #(2*" S "+4*" j ")]\n\t"                                                    \
     "str r7, [r1, #(3*" S "+4*" j ")]\n\t"
+/* Pixels 2j .. 2j + 3 into words j and j + 1: the four loads in one chain (nothing pipelines after a store). */
+#define MCU_DWP_FILL4(j, j1, CH, S)                                                           \
+    "ldr r4, [r0, #(2*" j "*" CH ")]\n\t"                                                     \
+    "ldr r5, [r0, #((2*" j "+1)*" CH ")]\n\t"                                                 \
+    "ldr r8, [r0, #(2*" j1 "*" CH ")]\n\t"                                                    \
+    "ldr r9, [r0, #((2*" j1 "+1)*" CH ")]\n\t"                                                \
+    "pkhbt r6, r4, r5, lsl #16\n\t"                                                           \
+    "pkhtb r7, r5, r4, asr #16\n\t"                                                           \
+    "pkhbt r10, r8, r9, lsl #16\n\t"                                                          \
+    "pkhtb r11, r9, r8, asr #16\n\t"                                                          \
+    "sxtab16 r4, r2, r6\n\t"                                                                  \
+    "sxtab16 r5, r2, r6, ror #8\n\t"                                                          \
+    "sxtab16 r6, r2, r7\n\t"                                                                  \
+    "sxtab16 r7, r2, r7, ror #8\n\t"                                                          \
+    "sxtab16 r8, r2, r10\n\t"                                                                 \
+    "sxtab16 r9, r2, r10, ror #8\n\t"                                                         \
+    "sxtab16 r10, r2, r11\n\t"                                                                \
+    "sxtab16 r11, r2, r11, ror #8\n\t"                                                        \
+    "str r4, [r1, #(4*" j ")]\n\t"                                                            \
+    "str r5, [r1, #(" S "+4*" j ")]\n\t"                                                      \
+    "str r6, [r1, #(2*" S "+4*" j ")]\n\t"                                                    \
+    "str r7, [r1, #(3*" S "+4*" j ")]\n\t"                                                    \
+    "str r8, [r1, #(4*" j1 ")]\n\t"                                                           \
+    "str r9, [r1, #(" S "+4*" j1 ")]\n\t"                                                     \
+    "str r10, [r1, #(2*" S "+4*" j1 ")]\n\t"                                                  \
+    "str r11, [r1, #(3*" S "+4*" j1 ")]\n\t"
 /* The rows of the group's input (r3 of them, ROW bytes apart) into its planes (lines of L bytes). */
 #define MCU_DWP_FILL(PAIRS, ROW, L)                                                            \
     "1:\n\t" PAIRS                                                                            \
@@ -434,10 +460,8 @@ static inline int mcu_dwp_form(int32_t h, int32_t w, int32_t ch, int32_t out_h, 
     "add r1, r1, #" L "\n\t"                                                                  \
     "subs r3, r3, #1\n\t"                                                                     \
     "bne 1b\n\t"
-#define MCU_DWP_FILL6(CH, S)                                                                   \
-    MCU_DWP_FILL2("0", CH, S) MCU_DWP_FILL2("1", CH, S) MCU_DWP_FILL2("2", CH, S)              \
-    MCU_DWP_FILL2("3", CH, S) MCU_DWP_FILL2("4", CH, S) MCU_DWP_FILL2("5", CH, S)
-#define MCU_DWP_FILL3(CH, S) MCU_DWP_FILL2("0", CH, S) MCU_DWP_FILL2("1", CH, S) MCU_DWP_FILL2("2", CH, S)
+#define MCU_DWP_FILL6(CH, S) MCU_DWP_FILL4("0", "1", CH, S) MCU_DWP_FILL4("2", "3", CH, S) MCU_DWP_FILL4("4", "5", CH, S)
+#define MCU_DWP_FILL3(CH, S) MCU_DWP_FILL4("0", "1", CH, S) MCU_DWP_FILL2("2", CH, S)
 _Static_assert(MCU_DWP_WORDS(6, 6) == 324 && MCU_DWP_WORDS(3, 3) == 108,
                "MCU_DWP_RUN's and MCU_DWP_FILL's channel steps (324 and 108 bytes)");
 
@@ -491,7 +515,7 @@ static inline __attribute__((always_inline)) void mcu_dwp_heads(uint32_t *area, 
         __asm__ volatile(MCU_DWP_FILL(FILLN(CH, S), ROW, L)                                   \
                          : "+r"(r0), "+r"(r1), "+r"(r3)                                       \
                          : "r"(r2)                                                            \
-                         : "r4", "r5", "r6", "r7", "cc", "memory");                           \
+                         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");     \
         register const uint32_t *p0 __asm__("r0") = area + MCU_DWP_HEAD;                      \
         register int8_t *p1 __asm__("r1") = y + c;                                            \
         __asm__ volatile(MCU_DWP_RUN(BLOCKN(CH), S)                                           \
