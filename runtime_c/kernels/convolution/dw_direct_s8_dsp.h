@@ -18,6 +18,9 @@
  * keep every larger image, and stride 1: the 3 x 3 x 256 layer lost 115,040 -> 117,358 estimated cycles
  * here (a pixel's 36 products take 36 MAC instructions, the planes' SMLAD pairs 24 for a quad of 36).
  *
+ * On the Cortex-M33 an even image's 6 x 6 and 3 x 3 outputs with padding one (mobilenet_v1's and v2's layers) take
+ * channel planes instead (mcu_dwp_layer below): six MAC instructions an output where a pixel here takes nine.
+ *
  * Sums are modulo 2^32 in any order, and the folded offset leaves the final sum exact: the plain
  * kernel's bits. An output apart from the input goes straight to it; one that overlaps it (the window
  * contract's placements) is staged on the stack and written after the last read. */
