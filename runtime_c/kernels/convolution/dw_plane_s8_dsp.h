@@ -57,7 +57,7 @@
 #else
 /* The emulated build's planes hold few lines, so that the host tests' small images run in bands. */
 #define MCU_DWPL_BYTES 512
-#define MCU_DWPL_S2_BYTES 6800
+#define MCU_DWPL_S2_BYTES 512
 #define MCU_DWPL_BAND_MIN 2
 #define MCU_DWPL_S2_ROW_CALL_W 4 /* the host tests' short rows reach the row calls' planes */
 #endif
