@@ -147,7 +147,7 @@ CASES = [
     (32, 9, 24, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
     (32, 7, 25, 3, 3, 2, 1, 0, "overlap-2", "relu", "fast"),
     # their fill with the loads at immediate offsets (mcu_dwpl_fill_s2h16, _s2h32: a pixel alone, an odd count of
-    # pairs, a pixel alone) over three bands of eight output lines and two of 15 and 3, every band's first line
+    # pairs, a pixel alone) over three bands of six output lines and two of 12 and 6, every band's first line
     # filled again
     (16, 35, 48, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
     (32, 35, 24, 3, 3, 2, 1, 1, "apart", "relu", "fast"),

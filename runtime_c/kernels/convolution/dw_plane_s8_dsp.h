@@ -42,14 +42,15 @@
  * another path: every band pays the copy of two lines again). */
 #if MCU_S8_DSP_NATIVE
 #define MCU_DWPL_BYTES 3584
-/* The stride-2 planes' bytes: seventeen lines of four planes of 50 columns, so that mobilenet_v1's 48 x 48 x 16 ->
- * 24 x 24 layer runs bands of eight output lines (three bands, not six: every band fills its first plane line
- * again and pays a group's calls) and its 24 x 24 x 32 -> 12 x 12 layer one band (two at 3600 bytes):
- * mobilenet_v1 9,626,431 -> 9,612,751 estimated cycles on mps2-an505-u575, mobilenet_v2 18,764,412 ->
- * 18,725,423, the deepest stack unchanged (10,000 bytes, two bands: 2.4 k and 10 k fewer for 968 bytes more
- * stack). Only the stride-2 function's frame grows: raising MCU_DWPL_BYTES with it put the stride-1 functions'
- * locals past an immediate offset's reach (about 250 cycles more a 6 x 6 layer). */
-#define MCU_DWPL_S2_BYTES 6800
+/* The stride-2 planes' bytes: thirteen lines of four planes of 50 columns, so that mobilenet_v1's 48 x 48 x 16 ->
+ * 24 x 24 layer runs bands of six output lines (four bands, not six: every band fills its first plane line again
+ * and pays a group's calls) and its 24 x 24 x 32 -> 12 x 12 layer one band (two at 3600 bytes): mobilenet_v1
+ * 9,626,431 -> 9,615,592 estimated cycles on mps2-an505-u575, mobilenet_v2 18,764,412 -> 18,735,872, the models'
+ * deepest stack unchanged. 6800 bytes (bands of eight) gave 2.8 k and 10 k more but, with the row buffer, a frame
+ * past a board's default 8 kB stack (the kernel tests' firmware faulted). Only the stride-2 function's frame
+ * grows: raising MCU_DWPL_BYTES with it put the stride-1 functions' locals past an immediate offset's reach (about
+ * 250 cycles more a 6 x 6 layer). */
+#define MCU_DWPL_S2_BYTES 5200
 #define MCU_DWPL_BAND_MIN 4
 /* Shortest row of a stride-2 call of one or two output rows that takes the planes (mcu_depthwise_conv2d_s8.c):
  * shorter ones stay on the direct path. */
