@@ -152,6 +152,11 @@ CASES = [
     (16, 11, 48, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
     (32, 9, 24, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
     (32, 7, 25, 3, 3, 2, 1, 0, "overlap-2", "relu", "fast"),
+    # their fill with the loads at immediate offsets (mcu_dwpl_fill_s2h16, _s2h32: a pixel alone, an odd count of
+    # pairs, a pixel alone) over three bands of six output lines and two of 12 and 6, every band's first line
+    # filled again
+    (16, 35, 48, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
+    (32, 35, 24, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
     # the one-step lines with their constants packed (mcu_depthwise_conv2d_s8_planes, mcu/backends/optimized/dwpack.py):
     # lines of six saturated and ReLU, down the columns of a taller image, lines of three saturated, clamped and
     # ReLU; the cores without the planes (M0+, M55) compute them from the same words without the planes

@@ -42,11 +42,15 @@
  * another path: every band pays the copy of two lines again). */
 #if MCU_S8_DSP_NATIVE
 #define MCU_DWPL_BYTES 3584
-/* The stride-2 planes' bytes: nine lines of four planes of 50 columns, so that mobilenet_v1's 48 x 48 x 16 ->
- * 24 x 24 layer runs bands of four output lines (six bands, not eight: 334,972 -> 326,968 estimated cycles on
- * mps2-an505-u575). Only the stride-2 function's frame grows: raising MCU_DWPL_BYTES with it put the stride-1
- * functions' locals past an immediate offset's reach (about 250 cycles more a 6 x 6 layer). */
-#define MCU_DWPL_S2_BYTES 3600
+/* The stride-2 planes' bytes: thirteen lines of four planes of 50 columns, so that mobilenet_v1's 48 x 48 x 16 ->
+ * 24 x 24 layer runs bands of six output lines (four bands, not six: every band fills its first plane line again
+ * and pays a group's calls) and its 24 x 24 x 32 -> 12 x 12 layer one band (two at 3600 bytes): mobilenet_v1
+ * 9,626,431 -> 9,615,592 estimated cycles on mps2-an505-u575, mobilenet_v2 18,764,412 -> 18,735,872, the models'
+ * deepest stack unchanged. 6800 bytes (bands of eight) gave 2.8 k and 10 k more but, with the row buffer, a frame
+ * past a board's default 8 kB stack (the kernel tests' firmware faulted). Only the stride-2 function's frame
+ * grows: raising MCU_DWPL_BYTES with it put the stride-1 functions' locals past an immediate offset's reach (about
+ * 250 cycles more a 6 x 6 layer). */
+#define MCU_DWPL_S2_BYTES 5200
 #define MCU_DWPL_BAND_MIN 4
 /* Shortest row of a stride-2 call of one or two output rows that takes the planes (mcu_depthwise_conv2d_s8.c):
  * shorter ones stay on the direct path. */
@@ -324,7 +328,9 @@ _Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fi
 /* One pixel alone: four STRH, the plane pointers post-incremented. */
 #define MCU_DWPL_FILL_ONE                                                                     \
     "ldr r8, [r2]\n\t"                                                                        \
-    "add r2, r2, r3\n\t"                                                                      \
+    "add r2, r2, r3\n\t" MCU_DWPL_FILL_PUT1
+/* The pixel's word in r8 widened into the four planes. */
+#define MCU_DWPL_FILL_PUT1                                                                    \
     "sxtab16 r9, r7, r8\n\t"                                                                  \
     "sxtab16 r8, r7, r8, ror #8\n\t"                                                          \
     "strh r9, [r0], #2\n\t"                                                                   \
@@ -2714,6 +2720,87 @@ static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int
     return 1;
 }
 
+#if MCU_S8_DSP_NATIVE
+/* The held forms' fill (mcu_dwpl_s2_held: pixels CH bytes apart, an immediate) of lines of a pixel alone, an odd
+ * count of pairs and a pixel alone (padding 1 along them: mobilenet_v1's large stride-2 layers): every load at an
+ * immediate offset from the input, the last one post-indexed, so a pair's add is gone and two pairs' four loads
+ * run together (5 cycles where mcu_dwpl_fill_lines takes 8: two pairs 29 cycles, 32 there), and the lone pixels'
+ * and the pairs' tests are gone (mobilenet_v1 on mps2-an505-u575: the two layers' fill 132 k -> 118 k estimated
+ * cycles). Registers as mcu_dwpl_fill_lines's, r3 free for the pairs' PKHBT. */
+#define MCU_DWPL_FILL_S2H_ONE(CH) "ldr r8, [r2], #" CH "\n\t" MCU_DWPL_FILL_PUT1
+/* Two neighbours' words (a, b) into the four planes' pair words (mcu_dwpl_put2), r3 the scratch. */
+#define MCU_DWPL_FILL_S2H_PUT2(a, b)                                                          \
+    "pkhbt r3, " a ", " b ", lsl #16\n\t"                                                     \
+    "pkhtb " b ", " b ", " a ", asr #16\n\t"                                                  \
+    "sxtab16 " a ", r7, r3\n\t"                                                               \
+    "sxtab16 r3, r7, r3, ror #8\n\t"                                                          \
+    "str " a ", [r0], #4\n\t"                                                                 \
+    "sxtab16 " a ", r7, " b "\n\t"                                                            \
+    "str r3, [r4], #4\n\t"                                                                    \
+    "sxtab16 " b ", r7, " b ", ror #8\n\t"                                                    \
+    "str " a ", [r5], #4\n\t"                                                                 \
+    "str " b ", [r6], #4\n\t"
+#define MCU_DWPL_FILL_S2H_PAIR(CH)                                                            \
+    "ldr r9, [r2, #" CH "]\n\t"                                                               \
+    "ldr r8, [r2], #2*" CH "\n\t" MCU_DWPL_FILL_S2H_PUT2("r8", "r9")
+#define MCU_DWPL_FILL_S2H_PAIRS2(CH)                                                          \
+    "ldr r9, [r2, #" CH "]\n\t"                                                               \
+    "ldr r10, [r2, #2*" CH "]\n\t"                                                            \
+    "ldr r11, [r2, #3*" CH "]\n\t"                                                            \
+    "ldr r8, [r2], #4*" CH "\n\t" MCU_DWPL_FILL_S2H_PUT2("r8", "r9") MCU_DWPL_FILL_S2H_PUT2("r10", "r11")
+#define MCU_DWPL_FILL_S2H(CH)                                                                 \
+    MCU_DWPL_FILL_ENTRY                                                                       \
+    "ldr r12, [lr, #24]\n\t"                                                                  \
+    ".p2align 2\n\t"                                                                          \
+    "3:\n\t" MCU_DWPL_FILL_S2H_ONE(CH) MCU_DWPL_FILL_S2H_PAIR(CH)                             \
+    "ldr r1, [lr, #16]\n\t"                                                                   \
+    "lsrs r1, r1, #1\n\t" /* the pairs after the first, two a step */                         \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t" MCU_DWPL_FILL_S2H_PAIRS2(CH)                                                     \
+    "subs r1, r1, #1\n\t"                                                                     \
+    "bne 1b\n\t" MCU_DWPL_FILL_S2H_ONE(CH) MCU_DWPL_FILL_SKIP                                 \
+    "subs r12, r12, #1\n\t"                                                                   \
+    "bne 3b\n\t"                                                                              \
+    "str r12, [lr, #24]\n\t"                                                                  \
+    "pop {r4-r11, pc}\n\t"
+static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_s2h16(mcu_dwpl_fill_args *a)
+{
+    (void)a; /* in r0 */
+    __asm__ volatile(MCU_DWPL_FILL_S2H("16"));
+}
+static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_s2h32(mcu_dwpl_fill_args *a)
+{
+    (void)a;
+    __asm__ volatile(MCU_DWPL_FILL_S2H("32"));
+}
+#endif
+
+/* mcu_dwpl_fill, by mcu_dwpl_fill_s2h16 or _s2h32 where the layer takes mobilenet_v1's held forms (`held`,
+ * its pixels ch bytes apart) and its lines are a pixel alone, an odd count of pairs (three or more) and a pixel
+ * alone. mobilenet_v2's (48 channels) are left to mcu_dwpl_fill: a copy for them saved 24 k instructions there
+ * but cost it 49 k estimated cycles on mps2-an505-u575, the ICACHE (0.3 kB more code). */
+static inline void mcu_dwpl_fill_s2(mcu_dwpl_fill_args *a, int16_t *d0, const int8_t *x, int32_t j0, int32_t count,
+                                    int held)
+{
+#if MCU_S8_DSP_NATIVE
+    if ((held == MCU_DWPL_S2H_100_16 || held == MCU_DWPL_S2H_52_32) && count > 0 && a->lead == 1 && a->tail == 1 &&
+        a->pairs >= 3 && (a->pairs & 1) == 1) {
+        a->d = d0 + 1;
+        a->s = x + j0 * a->across;
+        a->lines = count;
+        if (held == MCU_DWPL_S2H_100_16) {
+            mcu_dwpl_fill_s2h16(a);
+        } else {
+            mcu_dwpl_fill_s2h32(a);
+        }
+        return;
+    }
+#else
+    (void)held;
+#endif
+    mcu_dwpl_fill(a, d0, x, j0, count);
+}
+
 /* Output rows [oh0, oh0 + nb) of the group of channels c .. c + 3 (mcu_dwpl_plan_s2 held) into y (output
  * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. */
 static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t pad_top, int32_t c,
@@ -2730,7 +2817,7 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
         }
         /* the run of rows inside the input from here */
         const int32_t count = lines - p < in_h - j ? lines - p : in_h - j;
-        mcu_dwpl_fill(fill, planes + p * g->cols, x + c, j, count);
+        mcu_dwpl_fill_s2(fill, planes + p * g->cols, x + c, j, count, held);
         p += count;
     }
 #if MCU_S8_DSP_NATIVE
