@@ -2122,13 +2122,6 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
 }
 
 #if MCU_S8_DSP_NATIVE
-/* mcu_dwpl_layer_packed for the layers mcu_dwpl_whole_kind takes (6 x 6 x 128, 3 x 3 x 256, scaled, padding one
- * line across): each channel's plane a straight block reading the packed words in place (no copy of a group's 40
- * words into mcu_dwpl_ch: about 110 cycles a group), the planes MCU_DWPL_W_STRIDE apart, each followed by its
- * channel's first output and whether another channel follows. Its planes are 840 bytes of stack where the layer's
- * take MCU_DWPL_BYTES. */
-#define MCU_DWPL_W_STRIDE 168
-_Static_assert(MCU_DWPL_COLS(6) * 8 * 2 + 8 == MCU_DWPL_W_STRIDE, "MCU_DWPL_W_STRIDE: the largest plane and two words");
 /* The fill of a group's four planes for mcu_dwpl_layer_whole, straight: every input pixel at an immediate offset
  * from the group's first byte (r1; pixel (i, j) at (i w + j) S bytes, S = ch), every plane word at an immediate offset
  * from the planes (r0; plane k at k P bytes, plane line i + 1 at (i + 1) L bytes, a line's pixel j at position j + 1),
@@ -2173,7 +2166,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 8 * 2 + 8 == MCU_DWPL_W_STRIDE, "MCU_DWPL_W_ST
     "ldr r3, [r1, #" X " + 256]\n\t"                                                          \
     "ldr r4, [r1, #" X " + 512]\n\t" MCU_DWPL_WF_ONE("68", D " + 2", "r2", "r9")               \
         MCU_DWPL_WF_PAIR("68", D " + 4", "r3", "r4", "r9")
-_Static_assert(MCU_DWPL_COLS(6) * 2 == 20 && MCU_DWPL_COLS(3) * 2 == 12 && MCU_DWPL_W_STRIDE == 168 &&
+_Static_assert(MCU_DWPL_COLS(6) * 2 == 20 && MCU_DWPL_COLS(3) * 2 == 12 && MCU_DWPL_COLS(6) * 8 * 2 + 8 == 168 &&
                    MCU_DWPL_COLS(3) * 5 * 2 + 8 == 68,
                "MCU_DWPL_WF6_LINE, _WF3_LINE: the plane lines' and the planes' bytes");
 static inline __attribute__((always_inline)) void mcu_dwpl_fill_whole(int16_t *planes, const int8_t *x, uint32_t off2,
@@ -2196,6 +2189,13 @@ static inline __attribute__((always_inline)) void mcu_dwpl_fill_whole(int16_t *p
                          : "r2", "r3", "r4", "r9", "memory");
     }
 }
+/* mcu_dwpl_layer_packed for the layers mcu_dwpl_whole_kind takes (6 x 6 x 128, 3 x 3 x 256, scaled, padding one
+ * line across): each channel's plane a straight block reading the packed words in place (no copy of a group's 40
+ * words into mcu_dwpl_ch: about 110 cycles a group), the planes MCU_DWPL_W_STRIDE apart, each followed by its
+ * channel's first output and whether another channel follows. Its planes are 840 bytes of stack where the layer's
+ * take MCU_DWPL_BYTES. */
+#define MCU_DWPL_W_STRIDE 168
+_Static_assert(MCU_DWPL_COLS(6) * 8 * 2 + 8 == MCU_DWPL_W_STRIDE, "MCU_DWPL_W_STRIDE: the largest plane and two words");
 static __attribute__((noinline, unused)) void mcu_dwpl_layer_whole(const mcu_dwpl_geom *g, int32_t n, int32_t h,
                                                                    int32_t w, int32_t ch, int32_t input_offset,
                                                                    int whole, const uint32_t *k,
