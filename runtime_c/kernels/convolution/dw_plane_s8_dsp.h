@@ -514,25 +514,53 @@ static inline void mcu_dwpl_fill(mcu_dwpl_fill_args *a, int16_t *d0, const int8_
 #endif
 }
 
-/* Plane line `line` of all four planes set to src's (NULL: zero, a line outside the image). */
-static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32_t line, const int16_t *src)
+/* Plane line `line` of all four planes set to zero (a line outside the image). */
+static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32_t line)
 {
     for (int32_t k = 0; k < 4; ++k) {
         int16_t *d = planes + k * g->plane + line * g->cols;
-        const int16_t *sk = src != NULL ? src + k * g->plane : NULL;
         int32_t i = 0;
-        for (; i + 8 <= g->cols; i += 8) { /* four words a step (two: 22 k estimated cycles of mobilenet_v1's bands) */
-            const uint32_t a = sk != NULL ? mcu_load_u32(sk + i) : 0u, b = sk != NULL ? mcu_load_u32(sk + i + 2) : 0u;
-            const uint32_t e = sk != NULL ? mcu_load_u32(sk + i + 4) : 0u, f = sk != NULL ? mcu_load_u32(sk + i + 6) : 0u;
-            mcu_store_u32(d + i, a);
-            mcu_store_u32(d + i + 2, b);
-            mcu_store_u32(d + i + 4, e);
-            mcu_store_u32(d + i + 6, f);
-            __asm__("" ::: "memory"); /* no memset or memcpy call: the kernels reference no libc function */
+        for (; i + 8 <= g->cols; i += 8) { /* four words a step */
+            mcu_store_u32(d + i, 0u);
+            mcu_store_u32(d + i + 2, 0u);
+            mcu_store_u32(d + i + 4, 0u);
+            mcu_store_u32(d + i + 6, 0u);
+            __asm__("" ::: "memory"); /* no memset call: the kernels reference no libc function */
         }
         for (; i < g->cols; i += 2) { /* cols is even */
-            mcu_store_u32(d + i, sk != NULL ? mcu_load_u32(sk + i) : 0u);
+            mcu_store_u32(d + i, 0u);
             __asm__("" ::: "memory");
+        }
+    }
+}
+
+/* Plane lines band and band + 1 of the four planes (the previous band's last two input lines) into lines 0 and 1:
+ * neighbours, so a run of cols words a plane, eight a step by one LDM and one STM (18 cycles on the M4/M33 model; a
+ * line at a time by single loads and stores took about 6 cycles a word: 22 k estimated cycles of mobilenet_v1's
+ * bands). */
+static inline void mcu_dwpl_carry(const mcu_dwpl_geom *g, int16_t *planes)
+{
+    for (int32_t k = 0; k < 4; ++k) {
+        int16_t *d = planes + k * g->plane;
+        const int16_t *s = d + g->band * g->cols;
+        int32_t words = g->cols;
+#if MCU_S8_DSP_NATIVE
+        int32_t steps = words >> 3;
+        if (steps > 0) {
+            __asm__ volatile("1:\n\t"
+                             "ldmia %0!, {r2, r3, r4, r5, r8, r9, r10, r11}\n\t"
+                             "stmia %1!, {r2, r3, r4, r5, r8, r9, r10, r11}\n\t"
+                             "subs %2, %2, #1\n\t"
+                             "bne 1b\n\t"
+                             : "+r"(s), "+r"(d), "+r"(steps)
+                             :
+                             : "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "cc", "memory");
+            words &= 7;
+        }
+#endif
+        for (int32_t i = 0; i < words; ++i) {
+            mcu_store_u32(d + 2 * i, mcu_load_u32(s + 2 * i));
+            __asm__("" ::: "memory"); /* no memcpy call: the kernels reference no libc function */
         }
     }
 }
@@ -1692,10 +1720,12 @@ static inline __attribute__((always_inline)) void mcu_dwpl_channel_packed(const 
     "ldr r8, [r12, #24]\n\t" MCU_DWPL_W3_K("0", "24", MCU_DWPL_MAC3_0) MCU_DWPL_W3_K("8", "36", MCU_DWPL_MAC3) \
         MCU_DWPL_W3_OUT(S, "6") MCU_DWPL_W_NEXT("60", "0b")
 /* Which straight block serves a layer of the packed scaled lines (mcu_dwpl_layer_packed): 6 for the 6 x 6 x 128
- * images, 3 for the 3 x 3 x 256 ones (mobilenet_v1's), both with the padding one line across; else 0. */
-static inline int mcu_dwpl_whole_kind(const mcu_dwpl_geom *g, int32_t ch, int32_t pad_across, int clamp)
+ * images, 3 for the 3 x 3 x 256 ones (mobilenet_v1's), both with the padding one pixel across and along (the
+ * blocks' and mcu_dwpl_fill_whole's fixed offsets); else 0. */
+static inline int mcu_dwpl_whole_kind(const mcu_dwpl_geom *g, int32_t ch, int32_t pad_across, int32_t pad_along,
+                                      int clamp)
 {
-    if (clamp != MCU_DWPL_PACKED || pad_across != 1 || g->lines != g->len) {
+    if (clamp != MCU_DWPL_PACKED || pad_across != 1 || pad_along != 1 || g->lines != g->len) {
         return 0;
     }
     return g->len == 6 && ch == 128 && g->plane == 80 ? 6 : g->len == 3 && ch == 256 && g->plane == 30 ? 3 : 0;
@@ -1935,14 +1965,13 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
                     mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
                     p = nb + 2;
                 } else if (l0 > 0) { /* the previous band's last two input lines, no longer in the image */
-                    mcu_dwpl_line4(g, planes, 0, planes + g->band * g->cols);
-                    mcu_dwpl_line4(g, planes, 1, planes + (g->band + 1) * g->cols);
+                    mcu_dwpl_carry(g, planes);
                     p = 2;
                 }
                 for (; p < nb + 2; ++p) {
                     const int32_t j = l0 - pad_across + p;
                     if (j < 0 || j >= g->lines) {
-                        mcu_dwpl_line4(g, planes, p, NULL);
+                        mcu_dwpl_line4(g, planes, p);
                         continue;
                     }
                     int32_t count = 1; /* the run of lines inside the image from here */
@@ -1977,37 +2006,6 @@ static inline __attribute__((always_inline)) void mcu_dwpl_layer_as(const mcu_dw
             }
         }
     }
-}
-
-/* A group's one band of lines into the planes from d0 (its first line's start) out of x (channel c's first byte):
- * the straight lines of six and three in line (MCU_DWPL_FILL_STRAIGHT_LINES, no call), the others by mcu_dwpl_fill. */
-static inline __attribute__((always_inline)) void mcu_dwpl_fill_group(mcu_dwpl_fill_args *fill, const mcu_dwpl_geom *g,
-                                                                      int16_t *d0, const int8_t *x)
-{
-#if MCU_S8_DSP_NATIVE
-    if (fill->shape == 6 || fill->shape == 3) {
-        fill->d = d0 + fill->pad_along;
-        fill->s = x;
-        fill->lines = g->lines;
-        register mcu_dwpl_fill_args *a0 __asm__("r0") = fill;
-        if (fill->shape == 6) {
-            __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR
-                                                              MCU_DWPL_FILL_ONE)
-                             : "+r"(a0)
-                             :
-                             : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
-                               "memory");
-        } else {
-            __asm__ volatile(MCU_DWPL_FILL_STRAIGHT_LINES(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR)
-                             : "+r"(a0)
-                             :
-                             : "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
-                               "memory");
-        }
-        return;
-    }
-#endif
-    mcu_dwpl_fill(fill, d0, x, 0, g->lines);
 }
 
 /* MCU_DWPL_PACKED_WORDS (mcu/kernels_s8.h): the ten words of a channel's constants in mcu_dwpl_ch (w[0 .. 5],
@@ -2127,6 +2125,73 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
 }
 
 #if MCU_S8_DSP_NATIVE
+/* The fill of a group's four planes for mcu_dwpl_layer_whole, straight: every input pixel at an immediate offset
+ * from the group's first byte (r1; pixel (i, j) at (i w + j) S bytes, S = ch), every plane word at an immediate offset
+ * from the planes (r0; plane k at k P bytes, plane line i + 1 at (i + 1) L bytes, a line's pixel j at position j + 1),
+ * the input offset pair in r7. A line's pixels load in one chain and no pointer steps between them: 43 cycles a line
+ * of six on the M4/M33 model where mcu_dwpl_fill_lines6's loop took 62 (its loads in four chains, the four plane
+ * pointers and the input stepped at every pixel and line). */
+/* Pixel v alone (its four channels) at plane byte D of planes 0 .. 3 (t a temporary). */
+#define MCU_DWPL_WF_ONE(P, D, v, t)                                                           \
+    "sxtab16 " t ", r7, " v "\n\t"                                                            \
+    "sxtab16 " v ", r7, " v ", ror #8\n\t"                                                    \
+    "strh " t ", [r0, #" D "]\n\t"                                                            \
+    "lsr " t ", " t ", #16\n\t"                                                               \
+    "strh " v ", [r0, #" P " + " D "]\n\t"                                                    \
+    "lsr " v ", " v ", #16\n\t"                                                               \
+    "strh " t ", [r0, #2 * " P " + " D "]\n\t"                                                \
+    "strh " v ", [r0, #3 * " P " + " D "]\n\t"
+/* Pixels a and b, neighbours along the line, at plane byte D (a word) of planes 0 .. 3, as MCU_DWPL_FILL_PAIR. */
+#define MCU_DWPL_WF_PAIR(P, D, a, b, t)                                                       \
+    "pkhbt " t ", " a ", " b ", lsl #16\n\t"                                                   \
+    "pkhtb " b ", " b ", " a ", asr #16\n\t"                                                   \
+    "sxtab16 " a ", r7, " t "\n\t"                                                            \
+    "sxtab16 " t ", r7, " t ", ror #8\n\t"                                                    \
+    "str " a ", [r0, #" D "]\n\t"                                                             \
+    "sxtab16 " a ", r7, " b "\n\t"                                                            \
+    "str " t ", [r0, #" P " + " D "]\n\t"                                                     \
+    "sxtab16 " b ", r7, " b ", ror #8\n\t"                                                    \
+    "str " a ", [r0, #2 * " P " + " D "]\n\t"                                                 \
+    "str " b ", [r0, #3 * " P " + " D "]\n\t"
+/* Input line i (X: its first pixel's byte offset) of a 6 x 6 x 128 image into plane line i + 1 (D: its byte offset). */
+#define MCU_DWPL_WF6_LINE(X, D)                                                               \
+    "ldr r2, [r1, #" X "]\n\t"                                                                \
+    "ldr r3, [r1, #" X " + 128]\n\t"                                                          \
+    "ldr r4, [r1, #" X " + 256]\n\t"                                                          \
+    "ldr r5, [r1, #" X " + 384]\n\t"                                                          \
+    "ldr r6, [r1, #" X " + 512]\n\t"                                                          \
+    "ldr r8, [r1, #" X " + 640]\n\t" MCU_DWPL_WF_ONE("168", D " + 2", "r2", "r9")              \
+        MCU_DWPL_WF_PAIR("168", D " + 4", "r3", "r4", "r9") MCU_DWPL_WF_PAIR("168", D " + 8", "r5", "r6", "r9") \
+            MCU_DWPL_WF_ONE("168", D " + 12", "r8", "r9")
+/* The same of a 3 x 3 x 256 image. */
+#define MCU_DWPL_WF3_LINE(X, D)                                                               \
+    "ldr r2, [r1, #" X "]\n\t"                                                                \
+    "ldr r3, [r1, #" X " + 256]\n\t"                                                          \
+    "ldr r4, [r1, #" X " + 512]\n\t" MCU_DWPL_WF_ONE("68", D " + 2", "r2", "r9")               \
+        MCU_DWPL_WF_PAIR("68", D " + 4", "r3", "r4", "r9")
+_Static_assert(MCU_DWPL_COLS(6) * 2 == 20 && MCU_DWPL_COLS(3) * 2 == 12 && MCU_DWPL_COLS(6) * 8 * 2 + 8 == 168 &&
+                   MCU_DWPL_COLS(3) * 5 * 2 + 8 == 68,
+               "MCU_DWPL_WF6_LINE, _WF3_LINE: the plane lines' and the planes' bytes");
+static inline __attribute__((always_inline)) void mcu_dwpl_fill_whole(int16_t *planes, const int8_t *x, uint32_t off2,
+                                                                      int whole)
+{
+    register int16_t *r0 __asm__("r0") = planes;
+    register const int8_t *r1 __asm__("r1") = x;
+    register uint32_t r7 __asm__("r7") = off2;
+    if (whole == 6) { /* the last line's pixels from 30 S on: LDR's offset reaches 4095 */
+        __asm__ volatile(MCU_DWPL_WF6_LINE("0", "20") MCU_DWPL_WF6_LINE("768", "40") MCU_DWPL_WF6_LINE("1536", "60")
+                             MCU_DWPL_WF6_LINE("2304", "80") MCU_DWPL_WF6_LINE("3072", "100")
+                                 "add r1, r1, #3840\n\t" MCU_DWPL_WF6_LINE("0", "120")
+                         : "+r"(r1)
+                         : "r"(r0), "r"(r7)
+                         : "r2", "r3", "r4", "r5", "r6", "r8", "r9", "memory");
+    } else {
+        __asm__ volatile(MCU_DWPL_WF3_LINE("0", "12") MCU_DWPL_WF3_LINE("768", "24") MCU_DWPL_WF3_LINE("1536", "36")
+                         :
+                         : "r"(r0), "r"(r1), "r"(r7)
+                         : "r2", "r3", "r4", "r9", "memory");
+    }
+}
 /* mcu_dwpl_layer_packed for the layers mcu_dwpl_whole_kind takes (6 x 6 x 128, 3 x 3 x 256, scaled, padding one
  * line across): each channel's plane a straight block reading the packed words in place (no copy of a group's 40
  * words into mcu_dwpl_ch: about 110 cycles a group), the planes MCU_DWPL_W_STRIDE apart, each followed by its
@@ -2135,16 +2200,14 @@ mcu_dwpl_layer_packed(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w, i
 #define MCU_DWPL_W_STRIDE 168
 _Static_assert(MCU_DWPL_COLS(6) * 8 * 2 + 8 == MCU_DWPL_W_STRIDE, "MCU_DWPL_W_STRIDE: the largest plane and two words");
 static __attribute__((noinline, unused)) void mcu_dwpl_layer_whole(const mcu_dwpl_geom *g, int32_t n, int32_t h,
-                                                                   int32_t w, int32_t ch, int32_t pad_along,
-                                                                   int32_t input_offset, int whole, const uint32_t *k,
+                                                                   int32_t w, int32_t ch, int32_t input_offset,
+                                                                   int whole, const uint32_t *k,
                                                                    const int8_t *x, int8_t *y)
 {
     _Alignas(8) int16_t planes[5 * MCU_DWPL_W_STRIDE / 2]; /* the last MCU_DWPL_W_NEXT's output word after four */
     const int32_t stride = 2 * g->plane + 8;
     mcu_dwpl_zero(planes, stride); /* four planes of stride bytes: stride words */
-    mcu_dwpl_fill_args fill;
-    mcu_dwpl_fill_prep(&fill, g, h, w, ch, pad_along, mcu_offset_pair(input_offset));
-    fill.pl_bytes = stride;
+    const uint32_t off2 = mcu_offset_pair(input_offset);
     for (int32_t j = 0; j < 3; ++j) {
         mcu_store_u32(planes + (j * stride + 2 * g->plane + 4) / 2, 1u);
     }
@@ -2156,7 +2219,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_whole(const mcu_dwp
         for (int32_t c = 0; c < ch; c += 4) {
             /* the first channel's output; MCU_DWPL_W_NEXT sets the others' */
             mcu_store_u32(planes + g->plane, (uint32_t)(uintptr_t)(yb + c));
-            mcu_dwpl_fill_group(&fill, g, planes + g->cols, xb + c);
+            mcu_dwpl_fill_whole(planes, xb + c, off2, whole);
             kc = mcu_dwpl_channels_whole(planes, kc, whole);
         }
     }
@@ -2811,7 +2874,7 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
     for (int32_t p = 0; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
         const int32_t j = 2 * oh0 - pad_top + p;
         if (j < 0 || j >= in_h) {
-            mcu_dwpl_line4(g, planes, p, NULL);
+            mcu_dwpl_line4(g, planes, p);
             ++p;
             continue;
         }

@@ -113,10 +113,11 @@ mcu_status mcu_depthwise_conv2d_s8_planes(const mcu_depthwise_conv2d_s8_params *
 #if defined(__ARM_ARCH_8M_MAIN__)
     /* the straight blocks of a whole plane: the M33 only, whose fetches they suit (the L4R5's 1 kB ART missed them
      * at every channel: mobilenet_v1 +61 k estimated cycles there) */
-    const int whole = mcu_dwpl_whole_kind(&g, in.c, g.transposed ? p->pad_left : p->pad_top, clamp);
+    const int whole = mcu_dwpl_whole_kind(&g, in.c, g.transposed ? p->pad_left : p->pad_top,
+                                          g.transposed ? p->pad_top : p->pad_left, clamp);
     if (whole != 0) {
-        mcu_dwpl_layer_whole(&g, in.n, in.h, in.w, in.c, g.transposed ? p->pad_top : p->pad_left, p->input_offset,
-                             whole, (const uint32_t *)(const void *)(packed + MCU_DWPL_HEADER_WORDS), data, data);
+        mcu_dwpl_layer_whole(&g, in.n, in.h, in.w, in.c, p->input_offset, whole,
+                             (const uint32_t *)(const void *)(packed + MCU_DWPL_HEADER_WORDS), data, data);
         return MCU_OK;
     }
 #endif
