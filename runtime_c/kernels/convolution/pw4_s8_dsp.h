@@ -80,50 +80,72 @@
     "subeq r12, r12, #16 * (" e " - 1)\n\t"                                                               \
     "beq " label "\n\t"
 
-/* Half block n (s8) of every quad: its stream (s10) and its end (s15), (m, C) words (s11) and first outputs (s12)
- * from n, then each quad: tap pair 0 with the two biases in one run of eight loads (the biases' registers are
- * pixel A's accumulators, so B-D's SMLAD come first), the first pass entered at tap pair 1 (s14 names the entry: the
- * passes then end with the stream), SMMLA and SSAT, eight byte stores. */
+/* A quad's head: tap pair 0 with the two biases in one run of eight loads (the biases' registers are pixel A's
+ * accumulators, so B-D's SMLAD come first), then the first pass entered at tap pair 1 (s14 names the entry: the
+ * passes then end with the stream). `dir` is the direction of the pass's labels 40-43 from this copy. */
+#define MCU_PW4_HEAD(dir)                                                                                 \
+    "vmov r12, s10\n\t"                                                                                   \
+    "ldr r0, [r12, #-16]\n\t"                                                                             \
+    "ldr r4, [r12, #-12]\n\t"                                                                             \
+    "ldr r10, [r12]\n\t"                                                                                  \
+    "ldr lr, [r12, #4]\n\t"                                                                               \
+    "ldr r8, [r11]\n\t"                                                                                   \
+    "ldr r9, [r11, #4]\n\t"                                                                               \
+    "ldr r2, [r11, #8]\n\t"                                                                               \
+    "ldr r3, [r11, #12]\n\t"                                                                              \
+    "smlad r1, r9, r10, r0\n\t"                                                                           \
+    "smlad r5, r9, lr, r4\n\t"                                                                            \
+    "smlad r6, r2, lr, r4\n\t"                                                                            \
+    "smlad r2, r2, r10, r0\n\t"                                                                           \
+    "smlad r7, r3, lr, r4\n\t"                                                                            \
+    "smlad r3, r3, r10, r0\n\t"                                                                           \
+    "smlad r0, r8, r10, r0\n\t"                                                                           \
+    "smlad r4, r8, lr, r4\n\t"                                                                            \
+    "vmov r8, s14\n\t"                                                                                    \
+    "cmp r8, #1\n\t"                                                                                      \
+    "beq 40" dir "\n\t" MCU_PW4_ENTRY("33", "42" dir) "b 5f\n\t"
+
+/* Whether every layer the quads take runs its column in the first pass (MCU_PW4_KP_MAX, specialise.py: the widest
+ * such layer's taps; at most 2 MCU_PW3_PASS + 2 leaves at most MCU_PW3_PASS tap pairs after tap pair 0): the pass
+ * then ends with no test of the stream (4 cycles a half block of a quad). 0: any taps, the passes in a loop. */
+#ifndef MCU_PW4_KP_MAX
+#define MCU_PW4_KP_MAX 0
+#endif
+#if MCU_PW4_KP_MAX > 0 && MCU_PW4_KP_MAX <= 2 * MCU_PW3_PASS + 2
+#define MCU_PW4_PASS_SET ""
+#define MCU_PW4_PASS_END "add r11, r11, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
+#else
+#define MCU_PW4_PASS_SET                                                                                  \
+    "vmov r8, s1\n\t"                                                                                     \
+    "add r8, r12, r8\n\t"                                                                                 \
+    "vmov s15, r8\n\t"
+#define MCU_PW4_PASS_END                                                                                  \
+    "add r11, r11, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"                                              \
+    "add r12, r12, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"                                              \
+    "vmov r8, s15\n\t"                                                                                    \
+    "cmp r12, r8\n\t"                                                                                     \
+    "bne 3b\n\t"
+#endif
+
+/* Half block n (s8) of every quad: its stream (s10) and its end (s15), (m, C) words (s16-s19, read once a half
+ * block where each quad loaded them) and first outputs (s12) from n, then each quad: the head, the passes, SMMLA and
+ * SSAT, eight byte stores. The quad loop is rotated: a second copy of the head follows the stores, so a quad's only
+ * taken branch is its entry into the pass (the loop's test falls through but at a half block's last quad). */
 static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
 {
     register const mcu_pw3_state *s __asm__("r0") = st;
     __asm__ volatile(
         ".set .Lpw4_s, " MCU_PW4_STR(MCU_PW4_COUT) "\n\t"
         MCU_PW3_ENTER
-        "vmov r8, s1\n\t"
-        "add r8, r12, r8\n\t"
-        "vmov s15, r8\n\t"
-        "2:\n\t"
-        "vmov r12, s10\n\t"
-        "ldr r0, [r12, #-16]\n\t"
-        "ldr r4, [r12, #-12]\n\t"
-        "ldr r10, [r12]\n\t"
-        "ldr lr, [r12, #4]\n\t"
-        "ldr r8, [r11]\n\t"
-        "ldr r9, [r11, #4]\n\t"
-        "ldr r2, [r11, #8]\n\t"
-        "ldr r3, [r11, #12]\n\t"
-        "smlad r1, r9, r10, r0\n\t"
-        "smlad r5, r9, lr, r4\n\t"
-        "smlad r6, r2, lr, r4\n\t"
-        "smlad r2, r2, r10, r0\n\t"
-        "smlad r7, r3, lr, r4\n\t"
-        "smlad r3, r3, r10, r0\n\t"
-        "smlad r0, r8, r10, r0\n\t"
-        "smlad r4, r8, lr, r4\n\t"
-        "vmov r8, s14\n\t"
-        "cmp r8, #1\n\t"
-        "beq 40f\n\t" MCU_PW4_ENTRY("33", "42f")
-        "b 5f\n\t"
+        "vmov r8, s11\n\t"
+        "vldm r8, {s16-s19}\n\t"
+        MCU_PW4_PASS_SET
+        MCU_PW4_HEAD("f")
         "3:\n\t"
         MCU_PW4_TAPS_PASS
-        "add r11, r11, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
-        "add r12, r12, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
-        "vmov r8, s15\n\t"
-        "cmp r12, r8\n\t"
-        "bne 3b\n\t"
-        "vmov lr, s11\n\t"
-        "ldm lr, {r8, r9, r10, lr}\n\t"
+        MCU_PW4_PASS_END
+        "vmov r8, r9, s16, s17\n\t"
+        "vmov r10, lr, s18, s19\n\t"
         MCU_PW3_RQ("r0", "r8", "r9") MCU_PW3_RQ("r1", "r8", "r9") MCU_PW3_RQ("r2", "r8", "r9")
         MCU_PW3_RQ("r3", "r8", "r9") MCU_PW3_RQ("r4", "r10", "lr") MCU_PW3_RQ("r5", "r10", "lr")
         MCU_PW3_RQ("r6", "r10", "lr") MCU_PW3_RQ("r7", "r10", "lr")
@@ -154,7 +176,9 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
         "vmov s12, r8\n\t"
         "vmov r9, s2\n\t"
         "cmp r11, r9\n\t"
-        "bne 2b\n\t"
+        "beq 7f\n\t"
+        MCU_PW4_HEAD("b")
+        "7:\n\t"
         MCU_PW3_HALF_NEXT
         "b 6f\n\t"
         "5:\n\t" MCU_PW4_ENTRY("17", "41b") MCU_PW4_ENTRY("49", "43b")
@@ -163,9 +187,13 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
         : "+r"(s)
         :
         : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4",
-          "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "cc", "memory");
+          "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "cc",
+          "memory");
 }
 
+#undef MCU_PW4_HEAD
+#undef MCU_PW4_PASS_SET
+#undef MCU_PW4_PASS_END
 #undef MCU_PW4_TAPS_PASS
 #undef MCU_PW4_ENTRY
 #undef MCU_PW4_SEG
@@ -217,12 +245,12 @@ static inline void mcu_column4_s8(const int8_t *x, int32_t step, int32_t kp, int
 
 /* Whether mcu_pw4_layer stands for a flat pointwise layer of kp taps and `pixels` pixels whose pair tail is `tail`
  * (layer_t's px2): as mcu_pw3_takes, a multiple of 4 pixels from MCU_PW4_PIXELS_MIN to MCU_PW4_PIXELS_MAX, the
- * output channels MCU_PW4_COUT where it is set. */
+ * output channels MCU_PW4_COUT and at most MCU_PW4_KP_MAX taps where they are set. */
 static inline int mcu_pw4_takes(int tail, int32_t kp, int64_t pixels, int32_t cout, int32_t buf_taps)
 {
     return (tail & (1 | 8)) == 8 && kp % MCU_PW3_KP_STEP == 0 && pixels >= MCU_PW4_PIXELS_MIN &&
            pixels <= MCU_PW4_PIXELS_MAX && (int32_t)pixels % 4 == 0 && pixels * kp <= buf_taps &&
-           (MCU_PW4_COUT == 0 || cout == MCU_PW4_COUT);
+           (MCU_PW4_COUT == 0 || cout == MCU_PW4_COUT) && (MCU_PW4_KP_MAX == 0 || kp <= MCU_PW4_KP_MAX);
 }
 
 /* The layer: `pixels` pixels of kp bytes in from x, cout out each from y, through the stream's blocks; col: the
