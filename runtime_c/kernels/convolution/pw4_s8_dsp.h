@@ -200,45 +200,56 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
 #undef MCU_PW4_SEG
 #undef MCU_PW4_TAP
 
-/* A quad's four columns, kp bytes each at x, x + step, x + 2 step and x + 3 step (kp a multiple of 4): per 4 taps
- * the words of taps (0, 2) of A, B, C, D, then of taps (1, 3), each tap + off as int16. One pass over the four
- * pixels where two passes over two each paid the loop and a load run twice: the four loads run back to back and each
- * widened word is stored as it is made, so one scratch register serves all eight. col is word-aligned. */
-static inline void mcu_column4_s8(const int8_t *x, int32_t step, int32_t kp, int32_t off,
-                                                     int16_t *col)
+/* Every quad's four columns: pixels of kp bytes from x (kp a multiple of 16, pixels of 4), the quads' columns one
+ * after another at col (word-aligned). Per 4 taps of a quad the words of taps (0, 2) of A, B, C, D, then of taps (1,
+ * 3), each tap + off as int16. The four loads run back to back and each widened word is stored as it is made, so one
+ * scratch register serves all eight; four such steps a pass of the loop (its end's compare and taken branch once per
+ * 16 taps) and every quad in one assembly (pixels C and D through a second pointer, so the registers hold both
+ * loops' ends). */
+static inline void mcu_column4_s8(const int8_t *x, int32_t kp, int32_t pixels, int32_t off, int16_t *col)
 {
     const uint32_t off2 = mcu_offset_pair(off);
-    const int8_t *end = x + kp;
-    const int32_t step2 = 2 * step;
-    const int32_t step3 = 3 * step;
+    const int8_t *last = x + pixels * kp;
+    const int8_t *x2 = x + 2 * kp;
+    const int8_t *end;
     uint32_t a, b, c, d, t;
     __asm__ volatile("1:\n\t"
-                     "ldr %[b], [%[x], %[s1]]\n\t"
-                     "ldr %[c], [%[x], %[s2]]\n\t"
-                     "ldr %[d], [%[x], %[s3]]\n\t"
+                     "add %[e], %[x], %[k]\n\t"
+                     "2:\n\t"
+                     ".set .Lc4_i, 0\n\t"
+                     ".rept 4\n\t"
+                     "ldr %[b], [%[x], %[k]]\n\t"
+                     "ldr %[d], [%[x2], %[k]]\n\t"
+                     "ldr %[c], [%[x2]], #4\n\t"
                      "ldr %[a], [%[x]], #4\n\t"
                      "sxtab16 %[t], %[o], %[a]\n\t"
-                     "str %[t], [%[y]]\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i]\n\t"
                      "sxtab16 %[t], %[o], %[b]\n\t"
-                     "str %[t], [%[y], #4]\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i + 4]\n\t"
                      "sxtab16 %[t], %[o], %[c]\n\t"
-                     "str %[t], [%[y], #8]\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i + 8]\n\t"
                      "sxtab16 %[t], %[o], %[d]\n\t"
-                     "str %[t], [%[y], #12]\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i + 12]\n\t"
                      "sxtab16 %[t], %[o], %[a], ror #8\n\t"
-                     "str %[t], [%[y], #16]\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i + 16]\n\t"
                      "sxtab16 %[t], %[o], %[b], ror #8\n\t"
-                     "str %[t], [%[y], #20]\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i + 20]\n\t"
                      "sxtab16 %[t], %[o], %[c], ror #8\n\t"
-                     "str %[t], [%[y], #24]\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i + 24]\n\t"
                      "sxtab16 %[t], %[o], %[d], ror #8\n\t"
-                     "str %[t], [%[y], #28]\n\t"
-                     "add %[y], %[y], #32\n\t"
+                     "str %[t], [%[y], #32 * .Lc4_i + 28]\n\t"
+                     ".set .Lc4_i, .Lc4_i + 1\n\t"
+                     ".endr\n\t"
+                     "add %[y], %[y], #128\n\t"
                      "cmp %[x], %[e]\n\t"
+                     "bne 2b\n\t"
+                     "add %[x], %[x2], %[k]\n\t"
+                     "add %[x2], %[x], %[k], lsl #1\n\t"
+                     "cmp %[x], %[l]\n\t"
                      "bne 1b\n\t"
-                     : [x] "+r"(x), [y] "+r"(col), [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d),
-                       [t] "=&r"(t)
-                     : [o] "r"(off2), [e] "r"(end), [s1] "r"(step), [s2] "r"(step2), [s3] "r"(step3)
+                     : [x] "+r"(x), [x2] "+r"(x2), [y] "+r"(col), [e] "=&r"(end), [a] "=&r"(a), [b] "=&r"(b),
+                       [c] "=&r"(c), [d] "=&r"(d), [t] "=&r"(t)
+                     : [o] "r"(off2), [k] "r"(kp), [l] "r"(last)
                      : "cc", "memory");
 }
 
@@ -259,9 +270,7 @@ static inline int mcu_pw4_takes(int tail, int32_t kp, int64_t pixels, int32_t co
 static inline void mcu_pw4_layer(const int8_t *x, int8_t *y, int32_t pixels, int32_t kp, int32_t cout,
                                  int32_t input_offset, const int32_t *blocks, int16_t *col)
 {
-    for (int32_t t = 0; t < pixels; t += 4) {
-        mcu_column4_s8(x + t * kp, kp, kp, input_offset, col + t * kp);
-    }
+    mcu_column4_s8(x, kp, pixels, input_offset, col);
     const mcu_pw3_state s = {col, 8 * kp, col + pixels * kp, blocks, 4 * mcu_packed_block_words(kp), 16 + 8 * kp,
                              y, cout, 2 * (cout / 4), MCU_PW3_PASS - (kp / 2 - 1) % MCU_PW3_PASS};
     mcu_pw4_blocks(&s);
