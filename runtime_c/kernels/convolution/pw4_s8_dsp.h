@@ -70,20 +70,26 @@
     ".rept " MCU_PW4_STR(MCU_PW3_SEG) " - 1\n\t" MCU_PW4_TAP ".endr\n\t"
 #define MCU_PW4_TAPS_PASS                                                                                 \
     ".set .Lpw4_t, 0\n\t" MCU_PW4_SEG("40") MCU_PW4_SEG("41") MCU_PW4_SEG("42") MCU_PW4_SEG("43")
-/* The first pass's entry at tap pair e (s14; 1 and 33, 128 and 64 taps, next to the quad's head, the others out of
- * line) but 1: the pointers back by e - 1 tap pairs, so that the immediate
- * offsets meet the column's and stream's starts. */
+/* The first pass's entry at tap pair e (s14 in r8; 1 and 33, 128 and 64 taps, next to the quad's head, the others out
+ * of line) but 1: the pointers back by e - 1 tap pairs, so that the immediate offsets meet the column's and stream's
+ * starts; the SUBS leaves Z clear (r12 an address), as the half block's test against 1 left it (see MCU_PW4_HEAD). */
 #define MCU_PW4_ENTRY(e, label)                                                                           \
     "cmp r8, #" e "\n\t"                                                                                  \
-    "itt eq\n\t"                                                                                          \
-    "subeq r11, r11, #16 * (" e " - 1)\n\t"                                                               \
-    "subeq r12, r12, #16 * (" e " - 1)\n\t"                                                               \
-    "beq " label "\n\t"
+    "bne 8f\n\t"                                                                                          \
+    "sub r11, r11, #16 * (" e " - 1)\n\t"                                                                 \
+    "subs r12, r12, #16 * (" e " - 1)\n\t"                                                                \
+    "b " label "\n\t"                                                                                     \
+    "8:\n\t"
 
 /* A quad's head: tap pair 0 with the two biases in one run of eight loads (the biases' registers are pixel A's
  * accumulators, so B-D's SMLAD come first), then the first pass entered at tap pair 1 (s14 names the entry: the
- * passes then end with the stream). `dir` is the direction of the pass's labels 40-43 from this copy. */
-#define MCU_PW4_HEAD(dir)                                                                                 \
+ * passes then end with the stream). `dir` is the direction of the pass's labels 40-43 from this copy; `test` compares
+ * the entry with 1 (MCU_PW4_TEST) or is empty where Z still holds that test's answer: nothing between sets the flags
+ * (a pass with no test of its end, SMMLA, SSAT, the stores, the quad loop's CBZ). */
+#define MCU_PW4_TEST                                                                                      \
+    "vmov r8, s14\n\t"                                                                                    \
+    "cmp r8, #1\n\t"
+#define MCU_PW4_HEAD(dir, test)                                                                           \
     "vmov r12, s10\n\t"                                                                                   \
     "ldr r0, [r12, #-16]\n\t"                                                                             \
     "ldr r4, [r12, #-12]\n\t"                                                                             \
@@ -100,10 +106,8 @@
     "smlad r7, r3, lr, r4\n\t"                                                                            \
     "smlad r3, r3, r10, r0\n\t"                                                                           \
     "smlad r0, r8, r10, r0\n\t"                                                                           \
-    "smlad r4, r8, lr, r4\n\t"                                                                            \
-    "vmov r8, s14\n\t"                                                                                    \
-    "cmp r8, #1\n\t"                                                                                      \
-    "beq 40" dir "\n\t" MCU_PW4_ENTRY("33", "42" dir) "b 5f\n\t"
+    "smlad r4, r8, lr, r4\n\t" test "beq 40" dir "\n\t"                                                   \
+    "vmov r8, s14\n\t" MCU_PW4_ENTRY("33", "42" dir) "b 5f\n\t"
 
 /* Whether every layer the quads take runs its column in the first pass (MCU_PW4_KP_MAX, specialise.py: the widest
  * such layer's taps; at most 2 MCU_PW3_PASS + 2 leaves at most MCU_PW3_PASS tap pairs after tap pair 0): the pass
@@ -112,9 +116,11 @@
 #define MCU_PW4_KP_MAX 0
 #endif
 #if MCU_PW4_KP_MAX > 0 && MCU_PW4_KP_MAX <= 2 * MCU_PW3_PASS + 2
+#define MCU_PW4_RETEST ""
 #define MCU_PW4_PASS_SET ""
 #define MCU_PW4_PASS_END "add r11, r11, #16 * " MCU_PW4_STR(MCU_PW3_PASS) "\n\t"
 #else
+#define MCU_PW4_RETEST MCU_PW4_TEST /* the passes' test of their end leaves Z set */
 #define MCU_PW4_PASS_SET                                                                                  \
     "vmov r8, s1\n\t"                                                                                     \
     "add r8, r12, r8\n\t"                                                                                 \
@@ -140,7 +146,7 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
         "vmov r8, s11\n\t"
         "vldm r8, {s16-s19}\n\t"
         MCU_PW4_PASS_SET
-        MCU_PW4_HEAD("f")
+        MCU_PW4_HEAD("f", MCU_PW4_TEST)
         ".balign 4\n\t" /* the entries 40-43 on fetch words: a taken branch to an unaligned wide target costs a cycle more */
         "3:\n\t"
         MCU_PW4_TAPS_PASS
@@ -176,9 +182,9 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
         ".endif\n\t"
         "vmov s12, r8\n\t"
         "vmov r9, s2\n\t"
-        "cmp r11, r9\n\t"
-        "beq 7f\n\t"
-        MCU_PW4_HEAD("b")
+        "sub r1, r11, r9\n\t"
+        "cbz r1, 7f\n\t"
+        MCU_PW4_HEAD("b", MCU_PW4_RETEST)
         "7:\n\t"
         MCU_PW3_HALF_NEXT
         "b 6f\n\t"
@@ -193,6 +199,8 @@ static __attribute__((noinline)) void mcu_pw4_blocks(const mcu_pw3_state *st)
 }
 
 #undef MCU_PW4_HEAD
+#undef MCU_PW4_TEST
+#undef MCU_PW4_RETEST
 #undef MCU_PW4_PASS_SET
 #undef MCU_PW4_PASS_END
 #undef MCU_PW4_TAPS_PASS
