@@ -34,7 +34,7 @@ NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0,
         "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
         "MCU_PACKED_PW8_REGS": 0, "MCU_PACKED_PW_SMALL": 0, "MCU_PACKED_PW3_TAPS": 0, "MCU_PACKED_PW8_16": 0,
         "MCU_PACKED_ROWS_COUT": 0, "MCU_PWS_Q16_COUT": 0, "MCU_PWS_Q32_COUT": 0, "MCU_PACKED_NARROW_PARTS": 0,
-        "MCU_PACKED_PW4_TAPS": 0, "MCU_PW4_COUT": 0}
+        "MCU_PACKED_PW4_TAPS": 0, "MCU_PW4_COUT": 0, "MCU_PW4_KP_MAX": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -217,6 +217,13 @@ def test_defines_from_layers() -> None:
         assert packed_defines([other])["MCU_PACKED_PW4_TAPS"] == 0
     assert merge_defines([packed_defines([_layer(64, cout=128, pixels=12, **pw4)]),
                           packed_defines([_layer(24)])])["MCU_PW4_COUT"] == 128
+    # their widest taps (one pass of the loop up to 128, passes in a loop beyond), the widest across methods
+    assert packed_defines([_layer(128, cout=128, pixels=36, **pw4), _layer(64, cout=128, pixels=36, **pw4)])[
+        "MCU_PW4_KP_MAX"] == 128
+    assert packed_defines([_layer(64, cout=128, pixels=12, **pw4), _layer(256, cout=8)])["MCU_PW4_KP_MAX"] == 64
+    assert merge_defines([packed_defines([_layer(64, cout=128, pixels=12, **pw4)]),
+                          packed_defines([_layer(160, cout=64, pixels=12, **pw4)]),
+                          packed_defines([_layer(24)])])["MCU_PW4_KP_MAX"] == 160
     # the speed paths a model's layers take, each built only where one does (1) and left out otherwise (0)
     def paths(*layers: PackedLayer) -> tuple[int, ...]:
         d = packed_defines(layers)

@@ -779,17 +779,19 @@ def test_pw3_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> No
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("cout", [0, 8])
+@pytest.mark.parametrize("cout, kp_max", [(0, 0), (8, 0), (8, 128), (0, 64)])
 @settings(max_examples=2, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(quad=True), min_size=12, max_size=12))
-def test_pw4_on_core(tmp_path_factory, cout: int, cases: list[dict]) -> None:
+def test_pw4_on_core(tmp_path_factory, cout: int, kp_max: int, cases: list[dict]) -> None:
     """Flat pointwise layers of 12 to 36 pixels over scaled streams, four pixels by two channels a block
     (pw4_s8_dsp.h, the Cortex-M33), bit-exact with the reference: 32 to 128 channels in (every entry of the first
     pass), 4 to 16 out, forward and in place both ways (every column built before any output), extremes as for
     the triples; pixels B to D's bytes by a register (no count named) and at immediate offsets (built for 8 output
-    channels: the other counts take the pairs); 25 pixels, not a multiple of 4, the pairs."""
-    _batch_on_core(tmp_path_factory, "mps2-an505", cases, f"pw4_{cout}",
-                   {"MCU_PACKED_PW4_TAPS": 36 * 128, "MCU_PW4_COUT": cout})
+    channels: the other counts take the pairs); 25 pixels, not a multiple of 4, the pairs. Built with no widest
+    taps named (the passes in a loop, the entry tested every quad) and with 128 or 64 (one pass, the entry's test
+    once a half block; at 64 the layers of 96 and 128 channels in take the pairs)."""
+    _batch_on_core(tmp_path_factory, "mps2-an505", cases, f"pw4_{cout}_{kp_max}",
+                   {"MCU_PACKED_PW4_TAPS": 36 * 128, "MCU_PW4_COUT": cout, "MCU_PW4_KP_MAX": kp_max})
 
 
 def _batch_on_core(tmp_path_factory, board_name: str, cases: list[dict], label: str,

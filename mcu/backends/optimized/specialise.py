@@ -264,6 +264,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_PW3_TAPS": max((layer.pixels * layer.kp for layer in layers if layer.takes_pw3()), default=0),
             "MCU_PACKED_PW4_TAPS": max((layer.pixels * layer.kp for layer in layers if layer.takes_pw4()), default=0),
             "MCU_PW4_COUT": _one_count(layer.cout for layer in layers if layer.takes_pw4()),
+            "MCU_PW4_KP_MAX": max((layer.kp for layer in layers if layer.takes_pw4()), default=0),
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
             "MCU_PACKED_SCALED": int(any(layer.scaled for layer in layers)),
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
@@ -288,6 +289,7 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_PW3_TAPS": max(p["MCU_PACKED_PW3_TAPS"] for p in parts),
             "MCU_PACKED_PW4_TAPS": max(p["MCU_PACKED_PW4_TAPS"] for p in parts),
             "MCU_PW4_COUT": _one_count(p["MCU_PW4_COUT"] for p in parts),
+            "MCU_PW4_KP_MAX": max(p["MCU_PW4_KP_MAX"] for p in parts),
             "MCU_PIXEL4_GROUP": max(p["MCU_PIXEL4_GROUP"] for p in parts),
             "MCU_PACKED_ROWS_COUT": _one_count(p["MCU_PACKED_ROWS_COUT"] for p in parts if p["MCU_PACKED_NARROW_ROWS"]),
             **{name: _one_count(p.get(name, 0) for p in parts) for name in QUADS_COUT.values()}}
